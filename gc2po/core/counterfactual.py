@@ -1,0 +1,238 @@
+"""Episodic causal counterfactual reward (paper Theorem 3.2, SPEC 2.2-2.4).
+
+    S_sta = mean_m exp(-||q(.|u) - q(.|g_m u)||_2^2 / tau)
+    S_exp = mean_m ||g_m u||_2^2 / (||u||_2^2 + eps_u)
+    R_cf  = S_sta + lambda_exp * S_exp
+
+with q(.|u) = softmax(lm_head(u) / temperature), optionally restricted to the top-k tokens of
+the unperturbed distribution and renormalised. Perturbation operators g_m come from the
+``PERTURBATIONS`` registry and can be composed by listing them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import torch
+
+# An operator maps (samples [M,E,d], original u [E,d], group_index [E] | None, generator) to
+# perturbed samples [M,E,d]. Operators are applied in order to the samples of the previous one.
+PerturbationOp = Callable[..., torch.Tensor]
+
+
+def gaussian(samples, u, group_index, generator, *, sigma: float = 0.1):
+    """u + sigma * (||u|| / sqrt(d)) * eps, eps ~ N(0, I): noise relative to the state's norm."""
+    scale = samples.norm(dim=-1, keepdim=True) / math.sqrt(samples.shape[-1])
+    noise = torch.randn(samples.shape, generator=generator, dtype=samples.dtype, device=samples.device)
+    return samples + sigma * scale * noise
+
+
+def dropout(samples, u, group_index, generator, *, p: float = 0.1):
+    """u * b, b ~ Bernoulli(1 - p) per coordinate, not rescaled (so the norm decays)."""
+    keep = torch.rand(samples.shape, generator=generator, device=samples.device) >= p
+    return samples * keep.to(samples.dtype)
+
+
+def group_mix(samples, u, group_index, generator, *, alpha: float = 0.3):
+    """(1 - alpha) * u + alpha * u_j, u_j a random other episode state of the same group.
+
+    Episodes with no sibling in their group (or no ``group_index``) are left unchanged.
+    """
+    num_samples, num_episodes, _ = samples.shape
+    if group_index is None:
+        group_index = torch.zeros(num_episodes, dtype=torch.long, device=u.device)
+    same_group = group_index[:, None] == group_index[None, :]
+    same_group.fill_diagonal_(False)
+    has_sibling = same_group.any(dim=1)
+    # uniform draw among siblings: random scores, -inf where not a sibling, argmax
+    scores = torch.rand((num_samples, num_episodes, num_episodes), generator=generator, device=u.device)
+    scores = scores.masked_fill(~same_group, -1.0)
+    partner = scores.argmax(dim=-1)  # [M, E]
+    mixed = (1 - alpha) * samples + alpha * u[partner]
+    return torch.where(has_sibling[None, :, None], mixed, samples)
+
+
+PERTURBATIONS: dict[str, PerturbationOp] = {
+    "gaussian": gaussian,
+    "dropout": dropout,
+    "group_mix": group_mix,
+}
+PERTURBATION_PARAMS: dict[str, dict[str, tuple[float, float]]] = {
+    # name -> parameter -> allowed closed range
+    "gaussian": {"sigma": (0.0, math.inf)},
+    "dropout": {"p": (0.0, 1.0)},
+    "group_mix": {"alpha": (0.0, 1.0)},
+}
+
+PerturbationSpec = str | Mapping[str, Any] | Sequence[str | Mapping[str, Any]]
+
+
+def build_perturbation(spec: PerturbationSpec) -> list[tuple[PerturbationOp, dict[str, float]]]:
+    """Parse a perturbation spec into ``[(operator, params), ...]``.
+
+    Accepted forms: ``"dropout"``, ``{"name": "gaussian", "sigma": 0.1}`` or a list of either
+    (a composite, applied in order).
+    """
+    items = [spec] if isinstance(spec, str | Mapping) else list(spec)
+    if not items:
+        raise ValueError("perturbation must name at least one operator")
+    ops = []
+    for item in items:
+        params = dict(item) if isinstance(item, Mapping) else {"name": item}
+        name = params.pop("name", None)
+        if name not in PERTURBATIONS:
+            raise ValueError(
+                f"perturbation: unknown operator {name!r}; valid choices: {sorted(PERTURBATIONS)}"
+            )
+        allowed = PERTURBATION_PARAMS[name]
+        for key, value in params.items():
+            if key not in allowed:
+                raise ValueError(
+                    f"perturbation {name!r}: unknown parameter {key!r}; valid: {sorted(allowed)}"
+                )
+            low, high = allowed[key]
+            if not (isinstance(value, int | float) and low <= value <= high):
+                raise ValueError(
+                    f"perturbation {name!r}: {key} must be a number in [{low}, {high}], got {value!r}"
+                )
+        ops.append((PERTURBATIONS[name], {k: float(v) for k, v in params.items()}))
+    return ops
+
+
+def perturb(
+    u: torch.Tensor,
+    spec: PerturbationSpec,
+    num_samples: int,
+    *,
+    generator: torch.Generator | None,
+    group_index: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Draw ``num_samples`` perturbed copies of ``u`` [E, d] -> [M, E, d]."""
+    samples = u.unsqueeze(0).expand(num_samples, *u.shape).clone()
+    for op, params in build_perturbation(spec):
+        samples = op(samples, u, group_index, generator, **params)
+    return samples
+
+
+class CounterfactualReward(NamedTuple):
+    s_sta: torch.Tensor  # [E] stability term
+    s_exp: torch.Tensor  # [E] expressiveness term
+    r_cf: torch.Tensor  # [E] s_sta + lambda_exp * s_exp
+
+
+ANSWER_SPACES = ("topk", "vocab")
+
+
+def _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, eps_u, answer_space, group_index, topk, temperature):
+    if u.ndim != 2:
+        raise ValueError(f"u must have shape [E, d], got {tuple(u.shape)}")
+    if lm_head_weight.ndim != 2 or lm_head_weight.shape[1] != u.shape[1]:
+        raise ValueError(
+            f"lm_head_weight must have shape [V, d] with d={u.shape[1]} (from u), "
+            f"got {tuple(lm_head_weight.shape)}"
+        )
+    if not isinstance(num_samples, int) or num_samples < 1:
+        raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
+    if not tau > 0:
+        raise ValueError(f"tau must be > 0, got {tau!r}")
+    if not (math.isfinite(lambda_exp) and lambda_exp >= 0):
+        raise ValueError(f"lambda_exp must be a finite number >= 0, got {lambda_exp!r}")
+    if not eps_u >= 0:
+        raise ValueError(f"eps_u must be >= 0, got {eps_u!r}")
+    if answer_space not in ANSWER_SPACES:
+        raise ValueError(f"answer_space must be one of {list(ANSWER_SPACES)}, got {answer_space!r}")
+    if answer_space == "topk" and not (isinstance(topk, int) and topk >= 1):
+        raise ValueError(f"topk must be an int >= 1, got {topk!r}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    if group_index is not None and tuple(group_index.shape) != (u.shape[0],):
+        raise ValueError(
+            f"group_index must have shape [E]=({u.shape[0]},), got {tuple(group_index.shape)}"
+        )
+
+
+def counterfactual_reward(
+    u: torch.Tensor,
+    lm_head_weight: torch.Tensor,
+    *,
+    perturbation: PerturbationSpec,
+    num_samples: int,
+    tau: float,
+    lambda_exp: float,
+    eps_u: float,
+    answer_space: str,
+    generator: torch.Generator | None,
+    group_index: torch.Tensor | None = None,
+    topk: int = 64,
+    temperature: float = 1.0,
+    lm_head_bias: torch.Tensor | None = None,
+    max_chunk_bytes: int = 256 * 2**20,
+) -> CounterfactualReward:
+    """S_sta, S_exp and R_cf for E episode states in one batched pass.
+
+    Args:
+        u: [E, d] episode states (final hidden state after the final norm at each episode's
+            last token).
+        lm_head_weight: [V, d] output projection; q(.|u) = softmax((u W^T + b) / temperature).
+        perturbation: operator spec for :func:`build_perturbation`.
+        num_samples: M perturbed copies per state.
+        tau, lambda_exp, eps_u: the paper's hyper-parameters (Theorem 3.2).
+        answer_space: ``"topk"`` (restrict q to the top-``topk`` tokens of the unperturbed q,
+            renormalised) or ``"vocab"`` (full vocabulary).
+        generator: torch.Generator for the perturbations (seeded by the caller).
+        group_index: [E] prompt-group id of each state (needed by ``group_mix``).
+        max_chunk_bytes: bound on the fp32 logits held at once; states are processed in chunks
+            so memory stays bounded (E*M*V is never allocated for a large vocabulary).
+    Returns:
+        CounterfactualReward(s_sta [E], s_exp [E], r_cf [E]) in fp32.
+    """
+    _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, eps_u, answer_space, group_index, topk, temperature)
+    build_perturbation(perturbation)  # fail on a bad spec before any work
+    u = u.detach().float()
+    weight = lm_head_weight.detach()
+    bias = None if lm_head_bias is None else lm_head_bias.detach().float()
+    num_episodes, vocab = u.shape[0], weight.shape[0]
+    k = min(topk, vocab) if answer_space == "topk" else vocab
+
+    # perturb all states at once (group_mix needs the siblings), then score in chunks
+    perturbed = perturb(u, perturbation, num_samples, generator=generator, group_index=group_index)
+    s_exp = (perturbed.pow(2).sum(-1) / (u.pow(2).sum(-1) + eps_u)).mean(0)
+
+    # fp32 bytes per state: the unperturbed logits [V] and the perturbed ones [M, k] with room
+    # for softmax temporaries (x3), plus the gathered top-k rows of W [k, d]
+    rows = k * u.shape[1] if answer_space == "topk" else 0
+    per_state = 4 * (3 * (vocab + num_samples * k) + rows)
+    chunk = max(1, min(num_episodes, max_chunk_bytes // per_state))
+    s_sta = torch.empty(num_episodes, dtype=torch.float32, device=u.device)
+    for lo in range(0, num_episodes, chunk):
+        hi = min(lo + chunk, num_episodes)
+        s_sta[lo:hi] = _stability(u[lo:hi], perturbed[:, lo:hi], weight, bias, k, answer_space, tau, temperature)
+    return CounterfactualReward(s_sta, s_exp, s_sta + lambda_exp * s_exp)
+
+
+def _project(states: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """states @ W^T (+ b) in W's dtype (no fp32 copy of a bf16 W), returned as fp32."""
+    logits = (states.to(weight.dtype) @ weight.T).float()
+    return logits if bias is None else logits + bias
+
+
+def _stability(u, perturbed, weight, bias, k, answer_space, tau, temperature) -> torch.Tensor:
+    """mean_m exp(-||q(.|u) - q(.|u_m)||^2 / tau) for a chunk: u [e, d], perturbed [M, e, d]."""
+    logits = _project(u, weight, bias).float()  # [e, V]
+    if answer_space == "vocab":
+        q = torch.softmax(logits / temperature, dim=-1)
+        q_m = torch.softmax(_project(perturbed, weight, bias).float() / temperature, dim=-1)
+    else:
+        top_ids = logits.topk(k, dim=-1).indices  # [e, k]
+        # only the k rows of W that the answer space uses, in fp32: [e, k, d]
+        rows = weight[top_ids].float()
+        top = torch.einsum("ed,ekd->ek", u, rows)
+        top_m = torch.einsum("med,ekd->mek", perturbed, rows)
+        if bias is not None:
+            top, top_m = top + bias[top_ids], top_m + bias[top_ids]
+        q = torch.softmax(top / temperature, dim=-1)
+        q_m = torch.softmax(top_m / temperature, dim=-1)
+    dist2 = (q.unsqueeze(0) - q_m).pow(2).sum(-1)  # [M, e]
+    return torch.exp(-dist2 / tau).mean(0)
