@@ -23,13 +23,24 @@ CHAT_TEMPLATE = (
 )
 
 
-def train_tokenizer(corpus: Iterable[str], vocab_size: int = 512, *, episode_tags: bool = True):
-    """Train a byte-level BPE tokenizer on ``corpus``; returns a PreTrainedTokenizerFast."""
+def train_tokenizer(
+    corpus: Iterable[str], vocab_size: int = 512, *, episode_tags: bool = True, individual_digits: bool = True
+):
+    """Train a byte-level BPE tokenizer on ``corpus``; returns a PreTrainedTokenizerFast.
+
+    ``individual_digits`` splits numbers into single digits (as Qwen and Llama 3 do), which
+    makes arithmetic learnable for a tiny model.
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.pre_tokenizer = (
+        pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+        if individual_digits
+        else byte_level
+    )
     tokenizer.decoder = decoders.ByteLevel()
     extra = EPISODE_TAGS if episode_tags else []
     trainer = trainers.BpeTrainer(

@@ -34,6 +34,85 @@ def truncated_mean(values: torch.Tensor, mask: torch.Tensor, trunc_frac: float) 
     return total / keep.sum(-1).clamp(min=1)
 
 
+def trajectory_token_rewards(
+    r_out: torch.Tensor,
+    episode_ids: torch.Tensor,
+    r_cf: torch.Tensor,
+    old_logps: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    lambda_cf: float,
+    trunc_frac: float,
+    episode_weight_norm: str = "sum",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token rewards r_{k,t} and trajectory scores r~_k: the per-trajectory half of GC2PO.
+
+        S_{k,l}  = R_out_k / L_k + lambda_cf * R_cf_{k,l}
+        w_{k,t}  = w~_{k,t} / sum_{t' in E_{k,l(t)}} w~_{k,t'},  w~ = -log pi_old  (uniform if the sum is 0)
+        r_{k,t}  = S_{k,l(t)} w_{k,t};   r~_k = TruncMean_t r_{k,t}
+
+    Shapes: r_out [B], episode_ids [B,T] (-1 = no episode), r_cf [B,Lmax], old_logps [B,T],
+    mask [B,T] -> (token rewards [B,T], zero where masked; trajectory scores [B]).
+    L_k counts the episodes that own at least one token. ``episode_weight_norm="mean"`` makes
+    weights average 1 inside an episode instead of summing to 1 (removes the incentive to emit
+    many short episodes, SPEC 2.5). Nothing here mixes trajectories, so it runs per process.
+    """
+    if episode_weight_norm not in EPISODE_WEIGHT_NORMS:
+        raise ValueError(
+            f"episode_weight_norm must be one of {list(EPISODE_WEIGHT_NORMS)}, got {episode_weight_norm!r}"
+        )
+    if not 0 <= trunc_frac < 0.5:
+        raise ValueError(f"trunc_frac must be in [0, 0.5), got {trunc_frac!r}")
+    if not lambda_cf >= 0:
+        raise ValueError(f"lambda_cf must be >= 0, got {lambda_cf!r}")
+    if episode_ids.ndim != 2:
+        raise ValueError(f"episode_ids must have shape [B, T], got {list(episode_ids.shape)}")
+    batch, length = episode_ids.shape
+    _check("r_out", r_out, (batch,))
+    _check("old_logps", old_logps, (batch, length))
+    _check("mask", mask, (batch, length))
+    if r_cf.ndim != 2 or r_cf.shape[0] != batch or r_cf.shape[1] < 1:
+        raise ValueError(f"r_cf must have shape [{batch}, Lmax>=1], got {list(r_cf.shape)}")
+    if episode_ids.numel() and int(episode_ids.max()) >= r_cf.shape[1]:
+        raise ValueError(f"episode_ids hold an index >= Lmax={r_cf.shape[1]} (the width of r_cf)")
+
+    mask = mask.bool() & (episode_ids >= 0)
+    maskf = mask.float()
+    ep = episode_ids.clamp(min=0)
+    r_cf = torch.nan_to_num(r_cf.float(), nan=0.0, posinf=0.0, neginf=0.0)
+
+    # tokens and surprise per episode: [B, Lmax]
+    tokens_per_ep = torch.zeros_like(r_cf).scatter_add_(-1, ep, maskf)
+    surprise = torch.where(mask, (-old_logps.float()).clamp(min=0), torch.zeros_like(maskf))
+    surprise = torch.nan_to_num(surprise, nan=0.0, posinf=0.0)
+    surprise_per_ep = torch.zeros_like(r_cf).scatter_add_(-1, ep, surprise)
+    num_episodes = (tokens_per_ep > 0).sum(-1).clamp(min=1)  # L_k
+
+    ep_surprise = surprise_per_ep.gather(-1, ep)
+    ep_tokens = tokens_per_ep.gather(-1, ep).clamp(min=1)
+    has_surprise = ep_surprise > 0
+    safe_total = torch.where(has_surprise, ep_surprise, torch.ones_like(ep_surprise))
+    weight = torch.where(has_surprise, surprise / safe_total, 1.0 / ep_tokens)
+    if episode_weight_norm == "mean":
+        weight = weight * ep_tokens
+    score = r_out.float().unsqueeze(-1) / num_episodes.unsqueeze(-1) + lambda_cf * r_cf  # S [B, Lmax]
+    token_reward = torch.where(mask, score.gather(-1, ep) * weight, torch.zeros_like(maskf))
+    return token_reward, truncated_mean(token_reward, mask, trunc_frac)
+
+
+def distribute_advantage(
+    seq_adv: torch.Tensor, token_reward: torch.Tensor, traj_score: torch.Tensor, mask: torch.Tensor,
+    *, adv_clip: float, eps: float = 1e-8,
+) -> torch.Tensor:
+    """A_{k,t} = clamp(A^_k r_{k,t} / max(r~_k, eps), -adv_clip, adv_clip), 0 where masked.
+    seq_adv [B], token_reward [B,T], traj_score [B], mask [B,T] -> [B,T]."""
+    if not adv_clip > 0:
+        raise ValueError(f"adv_clip must be > 0, got {adv_clip!r}")
+    ratio = token_reward / traj_score.clamp(min=eps).unsqueeze(-1)
+    adv = (seq_adv.unsqueeze(-1) * ratio).clamp(-adv_clip, adv_clip)
+    return torch.where(mask.bool(), adv, torch.zeros_like(adv))
+
+
 def grouped_token_advantages(
     r_out: torch.Tensor,
     episode_ids: torch.Tensor,
@@ -45,72 +124,37 @@ def grouped_token_advantages(
     trunc_frac: float,
     adv_clip: float,
     episode_weight_norm: str = "sum",
-    eps: float = 1e-8,
 ) -> torch.Tensor:
-    """GC2PO token advantages for G groups of K completions.
+    """GC2PO token advantages for G groups of K completions (paper section 4.3).
 
-        S_{k,l}  = R_out_k / L_k + lambda_cf * R_cf_{k,l}
-        w_{k,t}  = w~_{k,t} / sum_{t' in E_{k,l(t)}} w~_{k,t'},  w~ = -log pi_old  (uniform if the sum is 0)
-        r_{k,t}  = S_{k,l(t)} w_{k,t};   r~_k = TruncMean_t r_{k,t}
+        r, r~    = trajectory_token_rewards(...)
         A^_k     = (r~_k - mean_k r~) / (std_k r~ + 1e-4)           (population std)
         A_{k,t}  = clamp(A^_k r_{k,t} / max(r~_k, eps), -adv_clip, adv_clip)
 
-    Shapes: r_out [G,K], episode_ids [G,K,T] (-1 = no episode), r_cf [G,K,Lmax],
-    old_logps [G,K,T], mask [G,K,T] -> advantages [G,K,T] (0 where masked).
-    L_k counts the episodes that own at least one token. ``episode_weight_norm="mean"`` makes
-    weights average 1 inside an episode instead of summing to 1 (removes the incentive to emit
-    many short episodes, SPEC 2.5).
+    Shapes: r_out [G,K], episode_ids [G,K,T], r_cf [G,K,Lmax], old_logps [G,K,T],
+    mask [G,K,T] -> advantages [G,K,T] (0 where masked).
     """
-    if episode_weight_norm not in EPISODE_WEIGHT_NORMS:
-        raise ValueError(
-            f"episode_weight_norm must be one of {list(EPISODE_WEIGHT_NORMS)}, got {episode_weight_norm!r}"
-        )
-    if not 0 <= trunc_frac < 0.5:
-        raise ValueError(f"trunc_frac must be in [0, 0.5), got {trunc_frac!r}")
     if not adv_clip > 0:
         raise ValueError(f"adv_clip must be > 0, got {adv_clip!r}")
-    if not lambda_cf >= 0:
-        raise ValueError(f"lambda_cf must be >= 0, got {lambda_cf!r}")
+    if episode_ids.ndim != 3:
+        raise ValueError(f"episode_ids must have shape [G, K, T], got {list(episode_ids.shape)}")
     num_groups, group_size, length = episode_ids.shape
     _check("r_out", r_out, (num_groups, group_size))
-    _check("old_logps", old_logps, (num_groups, group_size, length))
-    _check("mask", mask, (num_groups, group_size, length))
-    if r_cf.ndim != 3 or r_cf.shape[:2] != (num_groups, group_size) or r_cf.shape[2] < 1:
-        raise ValueError(f"r_cf must have shape [{num_groups}, {group_size}, Lmax>=1], got {list(r_cf.shape)}")
-    num_slots = r_cf.shape[2]
-    if episode_ids.numel() and int(episode_ids.max()) >= num_slots:
-        raise ValueError(f"episode_ids hold an index >= Lmax={num_slots} (the width of r_cf)")
 
-    mask = mask.bool() & (episode_ids >= 0)
-    maskf = mask.float()
-    ep = episode_ids.clamp(min=0)
-    r_out = r_out.float()
-    r_cf = torch.nan_to_num(r_cf.float(), nan=0.0, posinf=0.0, neginf=0.0)
+    def flat(x):
+        return x.reshape(num_groups * group_size, *x.shape[2:])
 
-    # tokens and surprise per episode: [G, K, Lmax]
-    tokens_per_ep = torch.zeros_like(r_cf).scatter_add_(-1, ep, maskf)
-    surprise = torch.where(mask, (-old_logps.float()).clamp(min=0), torch.zeros_like(maskf))
-    surprise = torch.nan_to_num(surprise, nan=0.0, posinf=0.0)
-    surprise_per_ep = torch.zeros_like(tokens_per_ep).scatter_add_(-1, ep, surprise)
-    num_episodes = (tokens_per_ep > 0).sum(-1).clamp(min=1)  # L_k
-
-    ep_surprise = surprise_per_ep.gather(-1, ep)
-    ep_tokens = tokens_per_ep.gather(-1, ep).clamp(min=1)
-    has_surprise = ep_surprise > 0
-    safe_total = torch.where(has_surprise, ep_surprise, torch.ones_like(ep_surprise))
-    weight = torch.where(has_surprise, surprise / safe_total, 1.0 / ep_tokens)
-    if episode_weight_norm == "mean":
-        weight = weight * ep_tokens
-    score = r_out.unsqueeze(-1) / num_episodes.unsqueeze(-1) + lambda_cf * r_cf  # S [G,K,Lmax]
-    token_reward = torch.where(mask, score.gather(-1, ep) * weight, torch.zeros_like(maskf))
-
-    traj_score = truncated_mean(token_reward, mask, trunc_frac)  # r~ [G, K]
-    mean = traj_score.mean(-1, keepdim=True)
-    std = traj_score.std(-1, unbiased=False, keepdim=True)
-    seq_adv = (traj_score - mean) / (std + STD_EPS)  # A^ [G, K]
-    ratio = token_reward / traj_score.clamp(min=eps).unsqueeze(-1)
-    adv = (seq_adv.unsqueeze(-1) * ratio).clamp(-adv_clip, adv_clip)
-    return torch.where(mask, adv, torch.zeros_like(adv))
+    if r_cf.ndim != 3 or r_cf.shape[:2] != (num_groups, group_size):
+        raise ValueError(f"r_cf must have shape [{num_groups}, {group_size}, Lmax], got {list(r_cf.shape)}")
+    for name, tensor in (("old_logps", old_logps), ("mask", mask)):
+        _check(name, tensor, (num_groups, group_size, length))
+    token_reward, traj_score = trajectory_token_rewards(
+        flat(r_out), flat(episode_ids), flat(r_cf), flat(old_logps), flat(mask),
+        lambda_cf=lambda_cf, trunc_frac=trunc_frac, episode_weight_norm=episode_weight_norm,
+    )
+    seq_adv = grpo_advantage(traj_score.view(num_groups, group_size)).reshape(-1)
+    adv = distribute_advantage(seq_adv, token_reward, traj_score, flat(mask) & (flat(episode_ids) >= 0), adv_clip=adv_clip)
+    return adv.view(num_groups, group_size, length)
 
 
 def token_advantages(

@@ -1,0 +1,1 @@
+"""Evaluation: generation backends, graders, sandboxed code execution, metrics."""

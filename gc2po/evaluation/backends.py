@@ -1,0 +1,151 @@
+"""Generation backends behind one interface: transformers ``generate`` (CPU or GPU) and vLLM
+(GPU extra). Both take the same chat prompts and :class:`SamplingConfig` and return the same
+:class:`Generation` records, so grading and metrics never depend on the backend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    n: int = 1
+    temperature: float = 0.6
+    top_p: float = 0.95
+    max_new_tokens: int = 512
+    seed: int = 0
+    stop: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        if self.n < 1:
+            raise ValueError(f"sampling n must be >= 1, got {self.n}")
+        if self.temperature < 0:
+            raise ValueError(f"sampling temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"sampling top_p must be in (0, 1], got {self.top_p}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"sampling max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+
+@dataclass
+class Generation:
+    prompt_index: int
+    sample_index: int
+    text: str
+    num_tokens: int
+    finished: bool  # ended with EOS or a stop string (not truncated by the length limit)
+
+
+def render_prompts(tokenizer, prompts: Sequence[list[dict] | str]) -> list[str]:
+    """Chat messages -> prompt strings through the tokenizer's chat template."""
+    return [
+        p if isinstance(p, str) else tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
+        for p in prompts
+    ]
+
+
+def _truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
+    cut = min((text.index(s) for s in stop if s in text), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+class TransformersBackend:
+    """Batched ``model.generate`` with left padding; sampling seeded per call."""
+
+    name = "transformers"
+
+    def __init__(self, model, tokenizer, *, batch_size: int = 32, device: str | None = None):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.model.to(self.device).eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+
+    @classmethod
+    def from_pretrained(cls, path: str, **kwargs):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+        return cls(AutoModelForCausalLM.from_pretrained(path, dtype=dtype), AutoTokenizer.from_pretrained(path), **kwargs)
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[list[dict] | str], sampling: SamplingConfig, progress=None) -> list[Generation]:
+        texts = render_prompts(self.tokenizer, prompts)
+        jobs = [(i, s) for i in range(len(texts)) for s in range(sampling.n)]
+        out: list[Generation] = []
+        torch.manual_seed(sampling.seed)
+        for lo in range(0, len(jobs), self.batch_size):
+            batch = jobs[lo: lo + self.batch_size]
+            enc = self.tokenizer([texts[i] for i, _ in batch], return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            kwargs = dict(max_new_tokens=sampling.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id,
+                          eos_token_id=self.tokenizer.eos_token_id)
+            if sampling.temperature > 0:
+                kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+            else:
+                kwargs.update(do_sample=False)
+            generated = self.model.generate(**enc, **kwargs)[:, enc["input_ids"].shape[1]:]
+            for (i, s), ids in zip(batch, generated):
+                ids = ids.tolist()
+                finished = self.tokenizer.eos_token_id in ids
+                if finished:
+                    ids = ids[: ids.index(self.tokenizer.eos_token_id)]
+                text = self.tokenizer.decode(ids, skip_special_tokens=True)
+                text, stopped = _truncate_at_stop(text, sampling.stop)
+                out.append(Generation(i, s, text, len(ids), finished or stopped))
+            if progress is not None:
+                progress(len(batch))
+        return out
+
+
+class VLLMBackend:
+    """vLLM generation (GPU machines; ``pip install -e '.[gpu]'``)."""
+
+    name = "vllm"
+
+    def __init__(self, model_path: str, *, gpu_memory_utilization: float = 0.85, max_model_len: int | None = None,
+                 tensor_parallel_size: int = 1, dtype: str = "auto"):
+        try:
+            from vllm import LLM
+        except ImportError as err:  # pragma: no cover - depends on the machine
+            raise RuntimeError("the vllm backend needs the gpu extra: pip install -e '.[gpu]'") from err
+        self.llm = LLM(model=model_path, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                       tensor_parallel_size=tensor_parallel_size, dtype=dtype, seed=0)
+        self.tokenizer = self.llm.get_tokenizer()
+
+    def generate(self, prompts: Sequence[list[dict] | str], sampling: SamplingConfig, progress=None) -> list[Generation]:
+        from vllm import SamplingParams
+
+        texts = render_prompts(self.tokenizer, prompts)
+        params = SamplingParams(n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
+                                max_tokens=sampling.max_new_tokens, seed=sampling.seed, stop=list(sampling.stop) or None)
+        results = self.llm.generate(texts, params, use_tqdm=progress is not None)
+        out = []
+        for i, result in enumerate(results):
+            for s, completion in enumerate(result.outputs):
+                out.append(Generation(i, s, completion.text, len(completion.token_ids), completion.finish_reason != "length"))
+        return out
+
+
+BACKENDS = {"transformers": TransformersBackend, "vllm": VLLMBackend}
+
+
+def load_backend(name: str, model_path: str, **kwargs):
+    """``transformers`` or ``vllm``; ``auto`` picks vLLM when a GPU and vllm are present."""
+    if name == "auto":
+        try:
+            import vllm  # noqa: F401
+
+            name = "vllm" if torch.cuda.is_available() else "transformers"
+        except ImportError:
+            name = "transformers"
+    if name not in BACKENDS:
+        raise ValueError(f"backend must be one of {sorted(BACKENDS) + ['auto']}, got {name!r}")
+    if name == "vllm":
+        return VLLMBackend(model_path, **kwargs)
+    return TransformersBackend.from_pretrained(model_path, **kwargs)

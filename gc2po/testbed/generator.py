@@ -1,0 +1,166 @@
+"""Seeded generator of multi-step arithmetic word problems.
+
+A problem starts from a value and applies a chain of operations (add, subtract, multiply),
+each phrased by a template. Its reference solution writes one ``<episode_i>`` per operation,
+``left op right = result``, then ``\\boxed{final}``. Splits:
+
+- ``train`` and ``test_id``: training templates, 2-4 steps;
+- ``test_rephrase``: held-out templates;
+- ``test_distractor``: training templates plus sentences with irrelevant numbers;
+- ``test_longer``: 5-6 steps, more than seen in training.
+
+No problem text appears in two splits.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+
+NAMES = ["Ana", "Ben", "Cai", "Dee", "Eli", "Fay", "Gus", "Ida", "Jon", "Kim", "Lou", "Max"]
+ITEMS = ["apples", "coins", "books", "cards", "shells", "stamps", "pens", "marbles"]
+OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+
+TEMPLATES = {
+    "train": {
+        "start": ["{name} has {x} {item}.", "{name} starts with {x} {item}.", "A box holds {x} {item} for {name}."],
+        "+": ["{name} gets {n} more.", "{name} buys {n} more {item}.", "Then {n} more {item} arrive."],
+        "-": ["{name} gives away {n}.", "{name} loses {n} {item}.", "Then {n} {item} are used up."],
+        "*": ["The {item} are multiplied by {n}.", "{name} ends up with {n} times as many.", "Then the {item} grow {n}-fold."],
+        "question": ["How many {item} does {name} have now?", "How many {item} are there in the end?"],
+    },
+    "held_out": {
+        "start": ["At first, {name} owns {x} {item}.", "{name} collects {x} {item}."],
+        "+": ["A friend hands {name} another {n}.", "{n} extra {item} are added."],
+        "-": ["{n} of the {item} break.", "{name} sells {n} of them."],
+        "*": ["Each of the {item} turns into {n}.", "The pile becomes {n} times bigger."],
+        "question": ["What is the final number of {item}?", "Count the {item} {name} keeps."],
+    },
+}
+DISTRACTORS = ["{other} has {m} {item2}.", "{other} once saw {m} {item2}.", "It is {m} degrees outside."]
+
+SPLITS = {
+    # name: (templates, min steps, max steps, distractor sentences)
+    "train": ("train", 2, 4, 0),
+    "test_id": ("train", 2, 4, 0),
+    "test_rephrase": ("held_out", 2, 4, 0),
+    "test_distractor": ("train", 2, 4, 2),
+    "test_longer": ("train", 5, 6, 0),
+}
+MAX_VALUE = 60  # keeps intermediate values small enough for a tiny model to compute
+
+
+@dataclass(frozen=True)
+class Problem:
+    id: str
+    split: str
+    question: str
+    start: int
+    steps: tuple[tuple[str, int], ...]  # (operator, operand) per step
+    values: tuple[int, ...] = field(default=())  # value after each step
+
+    @property
+    def answer(self) -> int:
+        return self.values[-1]
+
+    def record(self) -> dict:
+        """The normalised JSONL record (id, source, question, answer, meta)."""
+        meta = {k: v for k, v in asdict(self).items() if k not in ("id", "question")}
+        meta["steps"] = [list(s) for s in self.steps]
+        meta["values"] = list(self.values)
+        return {"id": self.id, "source": "testbed", "question": self.question, "answer": str(self.answer), "meta": meta}
+
+    @classmethod
+    def from_record(cls, record: dict) -> Problem:
+        meta = record["meta"]
+        return cls(record["id"], meta["split"], record["question"], int(meta["start"]),
+                   tuple((op, int(n)) for op, n in meta["steps"]), tuple(int(v) for v in meta["values"]))
+
+
+def _draw_chain(rng: random.Random, num_steps: int) -> tuple[int, list[tuple[str, int]], list[int]]:
+    value = start = rng.randint(2, 20)
+    steps, values = [], []
+    while len(steps) < num_steps:
+        op = rng.choice("+-*")
+        n = rng.randint(2, 3) if op == "*" else rng.randint(1, 9)
+        new = OPS[op](value, n)
+        if 0 <= new <= MAX_VALUE:
+            steps.append((op, n))
+            values.append(new)
+            value = new
+    return start, steps, values
+
+
+def _phrase(rng, templates, start, steps, distractors) -> str:
+    name, item = rng.choice(NAMES), rng.choice(ITEMS)
+    sentences = [rng.choice(templates["start"]).format(name=name, x=start, item=item)]
+    sentences += [rng.choice(templates[op]).format(name=name, n=n, item=item) for op, n in steps]
+    for _ in range(distractors):
+        other = rng.choice([n for n in NAMES if n != name])
+        item2 = rng.choice([i for i in ITEMS if i != item])
+        text = rng.choice(DISTRACTORS).format(other=other, m=rng.randint(2, 90), item2=item2)
+        sentences.insert(rng.randint(1, len(sentences)), text)
+    sentences.append(rng.choice(templates["question"]).format(name=name, item=item))
+    return " ".join(sentences)
+
+
+def generate_splits(sizes: dict[str, int], seed: int) -> dict[str, list[Problem]]:
+    """Problems for each split in ``sizes`` (``{"train": 2000, "test_id": 200, ...}``).
+
+    Deterministic in ``seed``; splits are generated in a fixed order and a text already used
+    by an earlier split is redrawn, so no text appears in two splits.
+    """
+    unknown = sorted(set(sizes) - set(SPLITS))
+    if unknown:
+        raise ValueError(f"unknown testbed split(s) {unknown}; valid: {sorted(SPLITS)}")
+    seen: set[str] = set()
+    out: dict[str, list[Problem]] = {}
+    for split in SPLITS:  # fixed order: train first
+        if split not in sizes:
+            continue
+        kind, low, high, distractors = SPLITS[split]
+        rng = random.Random(f"{seed}:{split}")
+        problems: list[Problem] = []
+        attempts = 0
+        while len(problems) < sizes[split]:
+            attempts += 1
+            if attempts > 50 * sizes[split] + 1000:
+                raise ValueError(f"testbed split {split!r}: could not draw {sizes[split]} distinct problems")
+            start, steps, values = _draw_chain(rng, rng.randint(low, high))
+            question = _phrase(rng, TEMPLATES[kind], start, steps, distractors)
+            if question in seen:
+                continue
+            seen.add(question)
+            problems.append(Problem(f"{split}-{len(problems):05d}", split, question, start, tuple(steps), tuple(values)))
+        out[split] = problems
+    return out
+
+
+def episode_text(index: int, left: int, op: str, right: int, result: int) -> str:
+    return f"<episode_{index}>{left}{op}{right}={result}</episode_{index}>"
+
+
+def solution_text(problem: Problem, kind: str = "correct", rng: random.Random | None = None) -> str:
+    """A solution in episode tags.
+
+    kind:
+      ``correct``: every step right;
+      ``slip``: one arithmetic slip, later steps continue from the wrong value (a near miss);
+      ``shortcut``: most steps show a wrong operand, the results and answer are right
+      (right answer from invalid steps: a lucky guess).
+    """
+    rng = rng or random.Random(0)
+    if kind not in ("correct", "slip", "shortcut"):
+        raise ValueError(f"kind must be correct, slip or shortcut, got {kind!r}")
+    slip_at = rng.randrange(len(problem.steps)) if kind == "slip" else -1
+    parts, value = [], problem.start
+    for i, (op, n) in enumerate(problem.steps):
+        result = OPS[op](value, n)
+        shown = n
+        if i == slip_at:
+            result = max(0, result + rng.choice([-2, -1, 1, 2]))
+        if kind == "shortcut" and (i == 0 or rng.random() < 0.7):
+            shown = n + rng.choice([1, 2])
+        parts.append(episode_text(i + 1, value, op, shown, result))
+        value = result
+    return "".join(parts) + f"\\boxed{{{value}}}"
