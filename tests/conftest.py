@@ -1,6 +1,9 @@
-"""Shared fixtures: a tokenizer trained in-process on a small corpus (no download)."""
+"""Shared fixtures: a tokenizer trained in-process and a tiny random causal LM saved with
+``save_pretrained`` (no download anywhere)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -17,3 +20,25 @@ def fast_tokenizer():
     from gc2po.models import train_tokenizer
 
     return train_tokenizer(CORPUS * 20, vocab_size=300)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, fast_tokenizer):
+    """A 2-layer Llama with random weights and the test tokenizer, saved like a Hub model."""
+    from gc2po.models import build_causal_lm
+
+    path = tmp_path_factory.mktemp("tiny_model")
+    model = build_causal_lm(fast_tokenizer, hidden_size=32, num_layers=2, num_heads=2, seed=0)
+    model.save_pretrained(path)
+    fast_tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def testbed_train_file(tmp_path_factory):
+    from gc2po.testbed.generator import generate_splits
+
+    path = tmp_path_factory.mktemp("testbed") / "train.jsonl"
+    problems = generate_splits({"train": 16}, seed=0)["train"]
+    path.write_text("".join(json.dumps(p.record()) + "\n" for p in problems))
+    return path

@@ -26,16 +26,16 @@ class WarmStartConfig:
     vocab_size: int = 400
     architecture: str = "llama"
     hidden_size: int = 128
-    num_layers: int = 4
+    num_layers: int = 3
     num_heads: int = 4
-    slip_frac: float = 0.3  # solutions with one arithmetic slip (near misses)
+    slip_frac: float = 0.2  # solutions with one arithmetic slip (near misses)
     shortcut_frac: float = 0.1  # solutions with wrong steps but the right answer (lucky guesses)
-    epochs: float = 3.0
+    epochs: float = 8.0
     batch_size: int = 32
-    lr: float = 2e-3
+    lr: float = 3e-3
     warmup_frac: float = 0.05
     weight_decay: float = 0.01
-    max_seconds: float = 220.0  # hard wall-clock cap for the SFT loop
+    max_seconds: float = 230.0  # hard wall-clock cap for the SFT loop
     seed: int = 0
 
     def __post_init__(self):

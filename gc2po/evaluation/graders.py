@@ -1,0 +1,56 @@
+"""Answer graders: math-verify for math, choice letters for CommonsenseQA, labels for FOLIO,
+and the testbed oracle. Each takes (completion, gold) and returns True/False; none raises on
+malformed model output."""
+
+from __future__ import annotations
+
+import re
+
+BOXED_LETTER = re.compile(r"\\boxed\{\s*\(?([A-Ea-e])\)?\s*\}")
+LETTER_FALLBACK = re.compile(r"(?:answer is|Answer:)\s*\(?([A-Ea-e])\)?", re.IGNORECASE)
+BOXED_LABEL = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*(True|False|Uncertain|Unknown)\s*\}?\s*\}", re.IGNORECASE)
+
+
+def _parse_gold(gold: str):
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+    text = gold.strip()
+    candidates = [f"${text}$", f"\\boxed{{{text}}}", text]
+    for candidate in candidates:
+        parsed = parse(candidate, extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()], parsing_timeout=5)
+        if parsed:
+            return parsed
+    return []
+
+
+def grade_math(completion: str, gold: str) -> bool:
+    """math-verify: the model's last boxed (or final) answer against the gold answer."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
+    gold_parsed = _parse_gold(str(gold))
+    if not gold_parsed:
+        return False
+    answer = parse(completion, extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()],
+                   parsing_timeout=5)
+    if not answer:
+        return False
+    return bool(verify(gold_parsed, answer, timeout_seconds=5))
+
+
+def grade_choice(completion: str, gold: str) -> bool:
+    """Multiple choice by letter: ``\\boxed{B}`` (or 'answer is B')."""
+    found = BOXED_LETTER.findall(completion) or LETTER_FALLBACK.findall(completion)
+    return bool(found) and found[-1].upper() == str(gold).strip().upper()
+
+
+def grade_label(completion: str, gold: str) -> bool:
+    """FOLIO labels True / False / Uncertain (Unknown is read as Uncertain)."""
+    found = BOXED_LABEL.findall(completion)
+    if not found:
+        return False
+    norm = {"unknown": "uncertain"}
+    got = norm.get(found[-1].lower(), found[-1].lower())
+    return got == norm.get(str(gold).strip().lower(), str(gold).strip().lower())
+
+
+GRADERS = {"math": grade_math, "choice": grade_choice, "label": grade_label}
