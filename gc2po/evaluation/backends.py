@@ -37,6 +37,7 @@ class Generation:
     text: str
     num_tokens: int
     finished: bool  # ended with EOS or a stop string (not truncated by the length limit)
+    token_ids: list[int] = field(default_factory=list, repr=False)
 
 
 def render_prompts(tokenizer, prompts: Sequence[list[dict] | str]) -> list[str]:
@@ -97,7 +98,7 @@ class TransformersBackend:
                     ids = ids[: ids.index(self.tokenizer.eos_token_id)]
                 text = self.tokenizer.decode(ids, skip_special_tokens=True)
                 text, stopped = _truncate_at_stop(text, sampling.stop)
-                out.append(Generation(i, s, text, len(ids), finished or stopped))
+                out.append(Generation(i, s, text, len(ids), finished or stopped, ids))
             if progress is not None:
                 progress(len(batch))
         return out
@@ -128,7 +129,8 @@ class VLLMBackend:
         out = []
         for i, result in enumerate(results):
             for s, completion in enumerate(result.outputs):
-                out.append(Generation(i, s, completion.text, len(completion.token_ids), completion.finish_reason != "length"))
+                out.append(Generation(i, s, completion.text, len(completion.token_ids), completion.finish_reason != "length",
+                                      list(completion.token_ids)))
         return out
 
 

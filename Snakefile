@@ -1,0 +1,17 @@
+# GC2PO reproduction workflow: data -> (testbed warm start) -> RL training -> evaluation ->
+# tables, figures, report. Rules live in workflow/rules/, one file per stage.
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/tables.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    input:
+        TABLES,
+        FIGURES,

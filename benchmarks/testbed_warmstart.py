@@ -1,0 +1,46 @@
+"""Warm-start the testbed's tiny model and measure it: wall time, accuracy per split, and the
+share of the four groups among 8 samples per problem on test_id.
+
+    python benchmarks/testbed_warmstart.py [--out /tmp/testbed_model]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
+from gc2po.testbed.evaluate import evaluate_split
+from gc2po.testbed.generator import generate_splits
+from gc2po.testbed.warmstart import WarmStartConfig, warm_start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="/tmp/testbed_model")
+    parser.add_argument("--train", type=int, default=3000)
+    parser.add_argument("--test", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    sizes = {"train": args.train, "test_id": args.test, "test_rephrase": args.test,
+             "test_distractor": args.test, "test_longer": args.test}
+    splits = generate_splits(sizes, args.seed)
+    start = time.perf_counter()
+    stats = warm_start(splits["train"], args.out, WarmStartConfig(seed=args.seed), log=lambda *a: None)
+    print(f"warm start: {time.perf_counter() - start:.1f} s wall, {stats['steps']} steps, "
+          f"final loss {stats['final_loss']:.3f}, {stats['num_parameters']} parameters, time cap hit: {stats['stopped_at_time_cap']}")
+    backend = TransformersBackend.from_pretrained(args.out, batch_size=64)
+    for split in ("test_id", "test_rephrase", "test_distractor", "test_longer"):
+        for label, sampling in (("greedy", SamplingConfig(n=1, temperature=0.0, max_new_tokens=96)),
+                                ("sampled T=0.6 n=8", SamplingConfig(n=8, temperature=0.6, top_p=0.95, max_new_tokens=96, seed=args.seed))):
+            result = evaluate_split(backend, splits[split][: args.test], sampling)
+            print(f"{split:16s} {label:18s} accuracy {result['accuracy']:.3f} process validity {result['process_validity']:.3f} "
+                  f"groups {json.dumps({k: round(v, 3) for k, v in result['groups'].items()})}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Tables, figures and bootstrap confidence intervals from saved per-sample results."""
