@@ -13,5 +13,6 @@ include: "workflow/rules/figures.smk"
 
 rule all:
     input:
+        CHECKPOINTS,  # listed so that deleting one checkpoint reruns it and what depends on it
         TABLES,
         FIGURES,

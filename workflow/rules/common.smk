@@ -53,6 +53,7 @@ def metrics_files(runs):
     return expand(f"{OUT}/runs/{{run}}/seed{{seed}}/metrics.jsonl", run=runs, seed=SEEDS)
 
 
+CHECKPOINTS = expand(f"{OUT}/runs/{{run}}/seed{{seed}}/final", run=list(RUNS), seed=SEEDS)
 TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"], ext=["md", "tex", "csv"])
 FIGURES = expand(f"{OUT}/figures/{{figure}}.png",
                  figure=["grad_norm", "sampling_ratio", "training_cost", "budget_curves", "token_usage", "lambda_ablation"])
