@@ -78,7 +78,7 @@ def main():
     print(f"lm_head projection of {args.batch_tokens} tokens: {proj_full:.3f} s{note}")
 
     for space in ("topk", "vocab"):
-        def run():
+        def run(space=space):
             return counterfactual_reward(
                 states, weight, perturbation=["dropout", "gaussian"], num_samples=args.samples,
                 tau=0.1, lambda_exp=0.9, eps_u=1e-6, answer_space=space, topk=64,

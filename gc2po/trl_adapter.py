@@ -10,7 +10,6 @@ last token, then calls ``gc2po.core`` for the counterfactual reward and token ad
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path

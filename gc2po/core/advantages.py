@@ -52,7 +52,7 @@ def trajectory_token_rewards(
         r_{k,t}  = S_{k,l(t)} w_{k,t};   r~_k = TruncMean_t r_{k,t}
 
     Shapes: r_out [B], episode_ids [B,T] (-1 = no episode), r_cf [B,Lmax], old_logps [B,T],
-    mask [B,T] -> (token rewards [B,T], zero where masked; trajectory scores [B]).
+    mask [B,T] -> (token rewards [B,T], zero where masked; trajectory scores [B]), both float64.
     L_k counts the episodes that own at least one token. ``episode_weight_norm="mean"`` makes
     weights average 1 inside an episode instead of summing to 1 (removes the incentive to emit
     many short episodes, SPEC 2.5). Nothing here mixes trajectories, so it runs per process.
@@ -76,14 +76,16 @@ def trajectory_token_rewards(
     if episode_ids.numel() and int(episode_ids.max()) >= r_cf.shape[1]:
         raise ValueError(f"episode_ids hold an index >= Lmax={r_cf.shape[1]} (the width of r_cf)")
 
+    # float64 inside: trajectories whose scores are equal in exact arithmetic must stay equal
+    # (float32 rounding would otherwise be amplified by the 1e-4 std epsilon of A^)
     mask = mask.bool() & (episode_ids >= 0)
-    maskf = mask.float()
+    maskf = mask.double()
     ep = episode_ids.clamp(min=0)
-    r_cf = torch.nan_to_num(r_cf.float(), nan=0.0, posinf=0.0, neginf=0.0)
+    r_cf = torch.nan_to_num(r_cf.double(), nan=0.0, posinf=0.0, neginf=0.0)
 
     # tokens and surprise per episode: [B, Lmax]
     tokens_per_ep = torch.zeros_like(r_cf).scatter_add_(-1, ep, maskf)
-    surprise = torch.where(mask, (-old_logps.float()).clamp(min=0), torch.zeros_like(maskf))
+    surprise = torch.where(mask, (-old_logps.double()).clamp(min=0), torch.zeros_like(maskf))
     surprise = torch.nan_to_num(surprise, nan=0.0, posinf=0.0)
     surprise_per_ep = torch.zeros_like(r_cf).scatter_add_(-1, ep, surprise)
     num_episodes = (tokens_per_ep > 0).sum(-1).clamp(min=1)  # L_k
@@ -95,7 +97,7 @@ def trajectory_token_rewards(
     weight = torch.where(has_surprise, surprise / safe_total, 1.0 / ep_tokens)
     if episode_weight_norm == "mean":
         weight = weight * ep_tokens
-    score = r_out.float().unsqueeze(-1) / num_episodes.unsqueeze(-1) + lambda_cf * r_cf  # S [B, Lmax]
+    score = r_out.double().unsqueeze(-1) / num_episodes.unsqueeze(-1) + lambda_cf * r_cf  # S [B, Lmax]
     token_reward = torch.where(mask, score.gather(-1, ep) * weight, torch.zeros_like(maskf))
     return token_reward, truncated_mean(token_reward, mask, trunc_frac)
 
@@ -105,12 +107,12 @@ def distribute_advantage(
     *, adv_clip: float, eps: float = 1e-8,
 ) -> torch.Tensor:
     """A_{k,t} = clamp(A^_k r_{k,t} / max(r~_k, eps), -adv_clip, adv_clip), 0 where masked.
-    seq_adv [B], token_reward [B,T], traj_score [B], mask [B,T] -> [B,T]."""
+    seq_adv [B], token_reward [B,T], traj_score [B], mask [B,T] -> [B,T] float32."""
     if not adv_clip > 0:
         raise ValueError(f"adv_clip must be > 0, got {adv_clip!r}")
     ratio = token_reward / traj_score.clamp(min=eps).unsqueeze(-1)
     adv = (seq_adv.unsqueeze(-1) * ratio).clamp(-adv_clip, adv_clip)
-    return torch.where(mask.bool(), adv, torch.zeros_like(adv))
+    return torch.where(mask.bool(), adv, torch.zeros_like(adv)).float()
 
 
 def grouped_token_advantages(

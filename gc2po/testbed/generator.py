@@ -146,7 +146,7 @@ def solution_text(problem: Problem, kind: str = "correct", rng: random.Random | 
     kind:
       ``correct``: every step right;
       ``slip``: one arithmetic slip, later steps continue from the wrong value (a near miss);
-      ``shortcut``: most steps show a wrong operand, the results and answer are right
+      ``shortcut``: every step shows a wrong operand, the results and answer are right
       (right answer from invalid steps: a lucky guess).
     """
     rng = rng or random.Random(0)
@@ -159,7 +159,7 @@ def solution_text(problem: Problem, kind: str = "correct", rng: random.Random | 
         shown = n
         if i == slip_at:
             result = max(0, result + rng.choice([-2, -1, 1, 2]))
-        if kind == "shortcut" and (i == 0 or rng.random() < 0.7):
+        if kind == "shortcut":
             shown = n + rng.choice([1, 2])
         parts.append(episode_text(i + 1, value, op, shown, result))
         value = result

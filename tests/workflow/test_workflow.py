@@ -34,7 +34,8 @@ def test_bad_config_value_fails_before_any_job(tmp_path):
     bad.write_text("methods: [gc2po, ppo]\n")
     out = snakemake("-n", "--cores", "1", "--configfile", str(bad))
     assert out.returncode != 0
-    assert "ppo" in out.stderr and "methods" in out.stderr
+    message = out.stdout + out.stderr
+    assert "ppo" in message and "methods" in message
 
 
 @pytest.mark.slow

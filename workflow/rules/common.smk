@@ -1,4 +1,7 @@
 # Config validation, run expansion and input functions shared by every stage.
+import os
+from pathlib import Path
+
 from snakemake.utils import validate
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -47,6 +50,11 @@ def model_dir(wildcards):
 
 def eval_files(models, benchmarks):
     return expand(f"{OUT}/eval/{{model}}/seed{{seed}}/{{benchmark}}.jsonl", model=models, seed=SEEDS, benchmark=benchmarks)
+
+
+def eval_summaries(models, benchmarks):
+    return expand(f"{OUT}/eval/{{model}}/seed{{seed}}/{{benchmark}}.jsonl.summary.json", model=models, seed=SEEDS,
+                  benchmark=benchmarks)
 
 
 def metrics_files(runs):

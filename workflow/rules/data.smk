@@ -10,9 +10,11 @@ if TESTBED:
         params:
             sizes=config["testbed"]["sizes"],
             seed=config["testbed"]["seed"],
-            out_dir=f"{RES}/data",
+            out_dir=lambda wc, output: os.path.dirname(output.manifest),
         log:
             f"logs/{NAME}/testbed_data.log",
+        conda:
+            "../envs/gc2po.yaml"
         threads: 1
         resources:
             mem_mb=1000,
@@ -29,6 +31,8 @@ if TESTBED:
             warm_start=config["testbed"].get("warm_start", {}),
         log:
             f"logs/{NAME}/warm_start.log",
+        conda:
+            "../envs/gc2po.yaml"
         threads: 2
         resources:
             mem_mb=4000,

@@ -19,6 +19,8 @@ rule evaluate:
         batch_size=config["evaluate"].get("batch_size", 32),
     log:
         f"logs/{NAME}/eval/{{model}}_seed{{seed}}.log",
+    conda:
+        "../envs/gc2po.yaml"
     threads: 1
     resources:
         mem_mb=4000,

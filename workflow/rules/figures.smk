@@ -4,7 +4,7 @@
 rule figures:
     input:
         metrics=metrics_files(list(RUNS)),
-        summaries=[f + ".summary.json" for f in eval_files(MODELS, BENCHMARKS)],
+        summaries=eval_summaries(MODELS, BENCHMARKS),
     output:
         grad_norm=report(f"{OUT}/figures/grad_norm.png", caption="../report/grad_norm.rst", category="Training"),
         sampling_ratio=report(f"{OUT}/figures/sampling_ratio.png", caption="../report/sampling_ratio.rst", category="Training"),
@@ -17,11 +17,13 @@ rule figures:
         models=MODELS,
         seeds=SEEDS,
         benchmarks=BENCHMARKS,
-        out=OUT,
+        out=lambda wc, output: str(Path(output.grad_norm).parents[1]),
         reference=config["report"]["cost_reference"],
         sweeps=config.get("sweeps") or {},
     log:
         f"logs/{NAME}/figures.log",
+    conda:
+        "../envs/gc2po.yaml"
     threads: 1
     resources:
         mem_mb=2000,

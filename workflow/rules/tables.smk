@@ -18,11 +18,12 @@ rule table:
     params:
         spec=lambda wc: TABLE_SPECS[wc.table],
         base=BASE,
-        root=f"{OUT}/eval",
     wildcard_constraints:
         table="|".join(TABLE_SPECS),
     log:
         f"logs/{NAME}/tables/{{table}}.log",
+    conda:
+        "../envs/gc2po.yaml"
     threads: 1
     resources:
         mem_mb=1000,

@@ -16,6 +16,8 @@ rule train:
         out_dir=lambda wc: f"{OUT}/runs/{wc.run}/seed{wc.seed}",
     log:
         f"logs/{NAME}/train/{{run}}_seed{{seed}}.log",
+    conda:
+        "../envs/gc2po.yaml"
     threads: 1
     resources:
         mem_mb=4000,

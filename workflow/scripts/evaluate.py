@@ -3,9 +3,8 @@
 import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
 import torch  # noqa: E402
+from _common import logged  # noqa: E402
 
 from gc2po.evaluation.backends import SamplingConfig, load_backend  # noqa: E402
 from gc2po.evaluation.run import evaluate  # noqa: E402

@@ -5,9 +5,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
 import torch  # noqa: E402
+from _common import logged  # noqa: E402
 
 from gc2po.train import train  # noqa: E402
 

@@ -3,9 +3,8 @@
 import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
 import torch  # noqa: E402
+from _common import logged  # noqa: E402
 
 from gc2po.testbed.data import read_split  # noqa: E402
 from gc2po.testbed.warmstart import WarmStartConfig, warm_start  # noqa: E402
