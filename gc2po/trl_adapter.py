@@ -165,29 +165,30 @@ class GC2POTrainer(GRPOTrainer):
 
     @torch.no_grad()
     def _sampling_policy_pass(self, output, want_states: bool):
-        """One forward pass: per-token log-probs of the completion [B, C] and, if wanted, the
-        final-norm hidden states of the whole sequence [B, P+C, d]."""
+        """One forward pass of the sampling policy through TRL's own fused log-prob path (no
+        [B, T, V] logits; the same numerics as the loss), with a forward hook on the backbone
+        that keeps the final-norm hidden states of the completion when wanted.
+        Returns (log-probs [B, C], hidden states [B, C, d] or None)."""
         model = self.accelerator.unwrap_model(self.model)
         prompt_ids, completion_ids = output["prompt_ids"], output["completion_ids"]
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
-        backbone = getattr(model, model.base_model_prefix)
-        lm_head = model.get_output_embeddings()
         prompt_len = prompt_ids.shape[1]
-        logps, states = [], []
-        chunk = self.args.per_device_train_batch_size
-        for lo in range(0, input_ids.shape[0], chunk):
-            with self.accelerator.autocast():
-                hidden = backbone(input_ids=input_ids[lo:lo + chunk], attention_mask=attention_mask[lo:lo + chunk],
-                                  use_cache=False).last_hidden_state
-            predicting = hidden[:, prompt_len - 1:-1]  # positions that predict the completion tokens
-            logits = lm_head(predicting).float() / self.temperature
-            targets = completion_ids[lo:lo + chunk]
-            logps.append(torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1))
-            del logits
-            if want_states:
-                states.append(hidden[:, prompt_len:])
-        return torch.cat(logps), (torch.cat(states) if want_states else None)
+        states: list[torch.Tensor] = []
+
+        def keep_states(module, args, result):
+            states.append(result.last_hidden_state[:, prompt_len:].detach())
+
+        backbone = getattr(model, model.base_model_prefix)
+        handle = backbone.register_forward_hook(keep_states) if want_states else None
+        try:
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                self.model, input_ids, attention_mask, completion_ids.shape[1],
+                batch_size=self.args.per_device_train_batch_size)
+        finally:
+            if handle is not None:
+                handle.remove()
+        return logps, (torch.cat(states) if want_states else None)
 
     def _score_episodes(self, output, batch: RolloutBatch, states: torch.Tensor, mode: str):
         """Segment completions, gather episode-end states, compute S_sta and S_exp per episode."""

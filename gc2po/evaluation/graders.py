@@ -23,10 +23,29 @@ def _parse_gold(gold: str):
     return []
 
 
-def grade_math(completion: str, gold: str) -> bool:
-    """math-verify: the model's last boxed (or final) answer against the gold answer."""
+def _normalise(text: str) -> str:
+    return re.sub(r"\\[ ,;!]|\s+", "", text)
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last \\boxed{...} (balanced braces), or None."""
+    from gc2po.data.benchmarks import _last_boxed
+
+    return _last_boxed(text)
+
+
+def grade_math(completion: str, gold: str, *, exact_match_fallback: bool = True) -> bool:
+    """math-verify: the model's last boxed (or final) answer against the gold answer.
+
+    A boxed answer that is character-for-character the gold answer (whitespace and LaTeX spacing
+    aside) is correct even where math-verify cannot parse the gold (multi-part answers).
+    """
     from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
+    if exact_match_fallback:
+        boxed = last_boxed(completion)
+        if boxed is not None and _normalise(boxed) == _normalise(str(gold)):
+            return True
     gold_parsed = _parse_gold(str(gold))
     if not gold_parsed:
         return False
@@ -35,6 +54,15 @@ def grade_math(completion: str, gold: str) -> bool:
     if not answer:
         return False
     return bool(verify(gold_parsed, answer, timeout_seconds=5))
+
+
+NONE_ANSWER = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*(none|no answer|not enough information|cannot be determined|"
+                         r"insufficient information)\s*\}?\s*\}", re.IGNORECASE)
+
+
+def grade_none_answer(completion: str, gold: str) -> bool:
+    """GSM-Plus 'critical thinking' items have no answer: correct when the model says so."""
+    return bool(NONE_ANSWER.search(completion))
 
 
 def grade_choice(completion: str, gold: str) -> bool:
@@ -53,4 +81,4 @@ def grade_label(completion: str, gold: str) -> bool:
     return got == norm.get(str(gold).strip().lower(), str(gold).strip().lower())
 
 
-GRADERS = {"math": grade_math, "choice": grade_choice, "label": grade_label}
+GRADERS = {"math": grade_math, "choice": grade_choice, "label": grade_label, "none_answer": grade_none_answer}

@@ -13,7 +13,8 @@ from gc2po.evaluation.backends import Generation, SamplingConfig, render_prompts
 from gc2po.prompts import TESTBED_INSTRUCTION, build_messages
 
 # What is appended to a truncated trajectory to force a final answer (as MRT does).
-FORCE_ANSWER = {"testbed": "\\boxed{", "math": "\n\nTime is up. The final answer is \\boxed{"}
+FORCE_ANSWER = {"testbed": "\\boxed{", "math": "\n\nTime is up. The final answer is \\boxed{",
+                "benchmark": "\n\nTime is up. The final answer is \\boxed{"}
 
 
 def prompts_for(records: list[dict], task: str) -> list[list[dict]]:
@@ -35,9 +36,12 @@ def grader_for(task: str) -> Callable[[dict, str], dict]:
 
         return grade_testbed
     from gc2po.evaluation.graders import GRADERS
+    from gc2po.evaluation.sandbox import grade_code
 
     def grade_benchmark(record, completion):
         kind = record.get("meta", {}).get("grader", "math")
+        if kind == "code":
+            return {"correct": grade_code(completion, record["meta"])}
         return {"correct": GRADERS[kind](completion, record["answer"])}
 
     return grade_benchmark

@@ -93,15 +93,18 @@ def test_gc2po_trainer_advantages_equal_core_function(tiny_model_dir, testbed_tr
             adv_clip=args.adv_clip,
         )
         torch.testing.assert_close(out["advantages"][rows], expected)
-    # old log-probs from the single pass equal TRL's own log-prob computation
+    # the single pass gives TRL's log-probs and the backbone's final-norm states of the completion
+    # (compared on the current weights: the policy moved by one step since sampling)
     full = torch.cat([out["prompt_ids"], out["completion_ids"]], 1)
     attn = torch.cat([out["prompt_mask"], out["completion_mask"]], 1)
+    logps, states = trainer._sampling_policy_pass(out, want_states=True)
     with torch.no_grad():
         trl_logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, full, attn, out["completion_ids"].shape[1])
+        hidden = trainer.model.model(input_ids=full, attention_mask=attn).last_hidden_state
     mask = out["completion_mask"].bool()
-    # the policy moved by one step since sampling; compare against a fresh pass of the same weights instead
-    again, _ = trainer._sampling_policy_pass(out, want_states=False)
-    torch.testing.assert_close(again[mask], trl_logps[mask], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(logps[mask], trl_logps[mask])
+    prompt_len = out["prompt_ids"].shape[1]
+    torch.testing.assert_close(states[mask], hidden[:, prompt_len:][mask], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.slow

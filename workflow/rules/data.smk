@@ -1,4 +1,5 @@
-# Data preparation. Testbed mode generates the problems and warm-starts the tiny model.
+# Data preparation and base models: testbed generation + warm start, benchmark loaders
+# (Hub or local mirrors), GGUF-in-a-wheel conversion.
 
 
 if TESTBED:
@@ -26,7 +27,7 @@ if TESTBED:
         input:
             train=f"{RES}/data/train.jsonl",
         output:
-            directory(f"{RES}/models/base"),
+            directory(f"{RES}/models/testbed"),
         params:
             warm_start=config["testbed"].get("warm_start", {}),
         log:
@@ -39,3 +40,38 @@ if TESTBED:
             runtime=15,
         script:
             "../scripts/warm_start.py"
+
+else:
+
+    rule benchmark_data:
+        output:
+            data=f"{RES}/data/{{dataset}}.jsonl",
+            manifest=f"{RES}/data/{{dataset}}.jsonl.manifest.json",
+        params:
+            spec=lambda wc: DATASETS[wc.dataset],
+        log:
+            f"logs/{NAME}/data/{{dataset}}.log",
+        conda:
+            "../envs/gc2po.yaml"
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=30,
+        script:
+            "../scripts/benchmark_data.py"
+
+    rule gguf_model:
+        output:
+            directory(f"{RES}/models/{{base}}"),
+        params:
+            requirement=lambda wc: BASE_MODELS[wc.base]["requirement"],
+        log:
+            f"logs/{NAME}/models/{{base}}.log",
+        conda:
+            "../envs/gc2po.yaml"
+        threads: 1
+        resources:
+            mem_mb=8000,
+            runtime=30,
+        script:
+            "../scripts/gguf_model.py"

@@ -1,30 +1,32 @@
-# Evaluation: per-sample records for every (model, seed) on every benchmark; one job per
-# (model, seed) so the model is loaded once.
+# Evaluation: per-sample records of every (base, model, seed) on every benchmark; one job per
+# (base, model, seed) so the model is loaded once.
 
 
 rule evaluate:
     input:
-        model=model_dir,
+        model=eval_model_input,
         data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
     output:
-        samples=expand(f"{OUT}/eval/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
-        summaries=expand(f"{OUT}/eval/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl.summary.json", benchmark=BENCHMARKS),
+        samples=expand(f"{OUT}/eval/{{{{base}}}}/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
+        summaries=expand(f"{OUT}/eval/{{{{base}}}}/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl.summary.json",
+                         benchmark=BENCHMARKS),
     params:
+        model=eval_model_path,
         benchmarks=BENCHMARKS,
-        task=config["train"]["task"],
+        task=config["train"]["task"] if TESTBED else "benchmark",
         backend=config["evaluate"]["backend"],
         sampling=config["evaluate"]["sampling"],
         n_per_benchmark=config["evaluate"].get("n_per_benchmark", {}),
         budgets=config["evaluate"].get("budgets", []),  # on the first benchmark
         batch_size=config["evaluate"].get("batch_size", 32),
     log:
-        f"logs/{NAME}/eval/{{model}}_seed{{seed}}.log",
+        f"logs/{NAME}/eval/{{base}}_{{model}}_seed{{seed}}.log",
     conda:
         "../envs/gc2po.yaml"
-    threads: 1
+    threads: 1 if TESTBED else 8
     resources:
-        mem_mb=4000,
-        runtime=60,
-        gpu=0,
+        mem_mb=4000 if TESTBED else 128000,
+        runtime=60 if TESTBED else 720,
+        gpu=0 if TESTBED else 1,
     script:
         "../scripts/evaluate.py"

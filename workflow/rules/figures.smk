@@ -13,6 +13,7 @@ rule figures:
         token_usage=report(f"{OUT}/figures/token_usage.png", caption="../report/token_usage.rst", category="Evaluation"),
         lambda_ablation=report(f"{OUT}/figures/lambda_ablation.png", caption="../report/lambda_ablation.rst", category="Ablations"),
     params:
+        bases=list(BASE_MODELS),
         runs=RUNS,
         models=MODELS,
         seeds=SEEDS,

@@ -15,7 +15,7 @@ p = sm.params
 with logged(sm) as log:
     torch.set_num_threads(sm.threads)
     kwargs = {"batch_size": p.batch_size} if p.backend != "vllm" else {}
-    backend = load_backend(p.backend, sm.input.model, **kwargs)
+    backend = load_backend(p.backend, p.model, **kwargs)
     for i, (bench, data, out) in enumerate(zip(p.benchmarks, sm.input.data, sm.output.samples)):
         n = p.n_per_benchmark.get(bench, p.sampling.get("n", 1))
         sampling = SamplingConfig(**{**p.sampling, "n": n, "seed": int(sm.wildcards.seed)})

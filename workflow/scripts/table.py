@@ -13,7 +13,11 @@ with logged(sm) as log:
     methods, benchmarks, title = sm.params.spec
     files = []
     for path in map(Path, sm.input):
-        # {root}/{model}/seed{seed}/{benchmark}.jsonl
-        files.append(EvalFile(path.parent.parent.name, int(path.parent.name.removeprefix("seed")), path.stem, path))
-    table = write_table(files, sm.params.base, methods, benchmarks, title, sm.output.md, sm.output.tex, sm.output.csv)
-    log(table.to_string())
+        # .../eval/{base}/{model}/seed{seed}/{benchmark}.jsonl
+        seed_dir = path.parent
+        files.append(EvalFile(seed_dir.parent.parent.name, seed_dir.parent.name,
+                              int(seed_dir.name.removeprefix("seed")), path.stem, path))
+    tables = write_table(files, methods, benchmarks, title, sm.output.md, sm.output.tex, sm.output.csv)
+    for block, table in tables.items():
+        log(block)
+        log(table.to_string())

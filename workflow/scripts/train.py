@@ -18,7 +18,7 @@ with logged(sm) as log:
     for stale in list(out_dir.glob("checkpoint-*")) + [out_dir / "metrics.jsonl"]:
         shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
     run = {
-        "model": sm.input.model,
+        "model": sm.params.model,
         "train_data": sm.input.data,
         "task": sm.params.task,
         "output_dir": str(out_dir),
