@@ -9,6 +9,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/audit.smk"
 
 
 rule all:
@@ -16,3 +17,4 @@ rule all:
         CHECKPOINTS,  # listed so that deleting one checkpoint reruns it and what depends on it
         TABLES,
         FIGURES,
+        AUDIT_FIGURE,

@@ -59,7 +59,7 @@ def length_reward(prompts, completions, **kwargs):
 length_reward.__name__ = "outcome"
 
 
-def one_step(model_dir, data, method, args, workdir, extra=None):
+def one_step(model_dir, data, method, args, workdir, extra=None, task="math"):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from gc2po.train import build_args, build_dataset, read_jsonl
@@ -69,14 +69,17 @@ def one_step(model_dir, data, method, args, workdir, extra=None):
                    "max_completion_length": args.completion_length, "save_strategy": "no", "learning_rate": 1e-6,
                    "bf16": torch.cuda.is_available(), **(extra or {})}
     run = {"model": str(model_dir), "train_data": str(data), "output_dir": str(workdir / f"out_{method}"),
-           "task": "math", "method": method, "seed": 0, "trainer": trainer_cfg}
+           "task": task, "method": method, "seed": 0, "trainer": trainer_cfg}
     targs = build_args(run)
     targs.metrics_path = None
     dtype = torch.bfloat16 if targs.bf16 else torch.float32
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    trainer = GC2POTrainer(model=model, args=targs, train_dataset=build_dataset(read_jsonl(data), "math"),
-                           processing_class=tokenizer, reward_funcs=[length_reward])
+    from gc2po.rewards import REWARDS
+
+    reward = length_reward if task == "math" else REWARDS[task]
+    trainer = GC2POTrainer(model=model, args=targs, train_dataset=build_dataset(read_jsonl(data), task),
+                           processing_class=tokenizer, reward_funcs=[reward])
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     start = time.perf_counter()
@@ -94,6 +97,9 @@ def main():
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--completion-length", type=int, default=64)
+    parser.add_argument("--model-dir", default=None, help="use this model instead of a random one (e.g. the testbed's)")
+    parser.add_argument("--data", default=None, help="training JSONL for --model-dir")
+    parser.add_argument("--task", default="math", choices=["math", "testbed"])
     args = parser.parse_args()
     torch.set_num_threads(torch.get_num_threads())
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -104,13 +110,17 @@ def main():
     variants = {m: ("grpo", {"compute_old_logps": False}) if m == "grpo_trl" else (m, {}) for m in methods}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        model_dir, data = build(args.shape, workdir)
+        if args.model_dir:
+            model_dir, data = Path(args.model_dir), Path(args.data)
+            print(f"model={model_dir} data={data} task={args.task}")
+        else:
+            model_dir, data = build(args.shape, workdir)
         times = {m: [] for m in methods}
-        one_step(model_dir, data, "grpo", args, workdir)  # warm-up (imports, allocator)
+        one_step(model_dir, data, "grpo", args, workdir, task=args.task)  # warm-up (imports, allocator)
         for _ in range(args.repeats):
             for m in methods:
                 method, extra = variants[m]
-                times[m].append(one_step(model_dir, data, method, args, workdir, extra))
+                times[m].append(one_step(model_dir, data, method, args, workdir, extra, task=args.task))
         median = {m: statistics.median(t) for m, t in times.items()}
         for m in methods:
             print(f"{m:16s} step {median[m]:.2f} s (runs: {', '.join(f'{t:.2f}' for t in times[m])})")

@@ -104,8 +104,11 @@ def build_args(run: dict):
     bad = sorted(set(trainer) - valid)
     if bad:
         raise ValueError(f"run config: unknown trainer key(s) {bad} (not fields of GC2POConfig)")
-    kwargs = {**TRAINER_DEFAULTS, **trainer}
-    kwargs["method"] = run.get("method", kwargs.get("method", "gc2po"))
+    from gc2po.methods import get_method
+
+    method = run.get("method", trainer.get("method", "gc2po"))
+    kwargs = {**TRAINER_DEFAULTS, **get_method(method).defaults, **trainer}
+    kwargs["method"] = method
     kwargs["seed"] = int(run.get("seed", kwargs.get("seed", 0)))
     kwargs["data_seed"] = kwargs["seed"]
     kwargs["output_dir"] = str(run["output_dir"])

@@ -19,9 +19,8 @@ from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from gc2po.core.counterfactual import PERTURBATIONS, build_perturbation, counterfactual_reward
-from gc2po.core.segment import segment_with_info, token_episode_ids
+from gc2po.episodes import episode_end_positions, segment_completions
 from gc2po.methods import METHODS, RolloutBatch, get_method
-from gc2po.tokenization import decode_with_offsets
 
 PERTURBATION_PARAM_FIELDS = {"dropout": ("p", "perturbation_p"), "gaussian": ("sigma", "perturbation_sigma"),
                              "group_mix": ("alpha", "perturbation_alpha")}
@@ -51,6 +50,17 @@ class GC2POConfig(GRPOConfig):
     episode_weight_norm: str = field(default="sum", metadata={
         "help": "'sum' (paper: surprise weights sum to 1 per episode) or 'mean' (average 1)."})
     length_penalty_alpha: float = field(default=0.1, metadata={"help": "alpha of the length-penalty baseline."})
+    gvpo_beta: float = field(default=0.1, metadata={"help": "beta of GVPO's implicit reward (authors' default 0.1)."})
+    mrt_alpha: float = field(default=1.0, metadata={"help": "Weight alpha of MRT's progress rewards."})
+    mrt_num_stops: int = field(default=4, metadata={"help": "Forced-answer samples per episode boundary (MRT)."})
+    mrt_max_episodes: int = field(default=6, metadata={"help": "Episodes per completion for MRT (later ones merge)."})
+    mrt_answer_tokens: int = field(default=16, metadata={"help": "Tokens generated for a forced answer (MRT)."})
+    rest_branches: int = field(default=3, metadata={"help": "Continuations per branch point (ReST-MCTS*-lite)."})
+    rest_min_value: float = field(default=0.2, metadata={"help": "Minimum predicted step value to clone a rollout."})
+    rest_value_lr: float = field(default=1e-3, metadata={"help": "Learning rate of the ReST-MCTS* value head."})
+    gcpo_alpha: float = field(default=2.0, metadata={"help": "alpha of GCPO's causal weight (paper: 2)."})
+    force_answer_text: str = field(default="\n\nTime is up. The final answer is \\boxed{", metadata={
+        "help": "Appended to a truncated trajectory to force a final answer (MRT's meta-prover)."})
     compute_old_logps: bool = field(default=True, metadata={
         "help": "Always compute old log-probs in one extra no-grad pass (gives the sampling-ratio metric for "
                 "every method; GC2PO needs the pass anyway)."})
@@ -58,7 +68,7 @@ class GC2POConfig(GRPOConfig):
 
     def __post_init__(self):
         method = get_method(self.method)  # fails with the valid names
-        for key, value in method.defaults.items():
+        for key, value in method.fixed.items():
             setattr(self, key, value)
         for key in ("lambda_cf", "lambda_exp", "lambda_sta"):
             value = getattr(self, key)
@@ -79,6 +89,11 @@ class GC2POConfig(GRPOConfig):
         build_perturbation(self.perturbation_spec())
         self.loss_type = method.loss_type
         super().__post_init__()
+        if method.loss is not None and not self.compute_old_logps:
+            raise ValueError(f"method {self.method!r} needs old log-probs: compute_old_logps must be true")
+        if method.loss is not None and self.steps_per_generation != 1:
+            raise ValueError(f"method {self.method!r} needs whole groups in one loss computation: "
+                             f"steps_per_generation must be 1, got {self.steps_per_generation}")
 
     def perturbation_spec(self) -> list[dict]:
         spec = []
@@ -149,16 +164,20 @@ class GC2POTrainer(GRPOTrainer):
             local=slice(start, start + local_n),
             completion_mask=completion_mask,
             gather=self.accelerator.gather,
+            services=self,
         )
-        if self.method.needs_episodes or self.args.compute_old_logps:
-            old_logps, states = self._sampling_policy_pass(output, want_states=self.method.needs_episodes)
+        self._rollout_inputs, self._rollout_output = inputs, output
+        if self.method.needs_episodes or self.method.needs_states or self.args.compute_old_logps:
+            old_logps, states = self._sampling_policy_pass(output, want_states=self.method.needs_states)
             output["old_per_token_logps"] = old_logps
             batch.old_logps = old_logps
+            self._rollout_states = states
             if self.method.needs_episodes:
                 self._score_episodes(output, batch, states, mode)
         advantages, metrics = self.method.advantages(batch, self.args)
         self._last_rollout = batch  # kept for inspection and tests
         output["advantages"] = advantages.to(completion_mask.device)
+        output.update(batch.extras)
         for name, value in metrics.items():
             self._metrics[mode][name].append(value)
         return output
@@ -195,44 +214,166 @@ class GC2POTrainer(GRPOTrainer):
         args = self.args
         completion_ids, mask = output["completion_ids"], output["completion_mask"].bool()
         device = completion_ids.device
-        episode_ids = torch.full_like(completion_ids, -1)
-        fallbacks, counts = [], []
-        for row in range(completion_ids.shape[0]):
-            n = int(mask[row].sum())
-            text, offsets = decode_with_offsets(self.processing_class, completion_ids[row, :n].tolist())
-            seg = segment_with_info(text, args.max_episodes)
-            fallbacks.append(seg.used_fallback)
-            counts.append(len(seg.spans))
-            offsets_t = torch.tensor(offsets, dtype=torch.long).reshape(-1, 2)
-            episode_ids[row, :n] = token_episode_ids(offsets_t, seg.spans, torch.ones(n, dtype=torch.bool)).to(device)
-        num_slots = max(1, int(episode_ids.max()) + 1)
-        # last token index of every (row, episode) present
-        positions = torch.arange(completion_ids.shape[1], device=device).expand_as(episode_ids)
-        last = torch.full((completion_ids.shape[0], num_slots), -1, dtype=torch.long, device=device)
-        last.scatter_reduce_(1, episode_ids.clamp(min=0), torch.where(episode_ids >= 0, positions, -1), reduce="amax")
-        rows, slots = (last >= 0).nonzero(as_tuple=True)
+        max_episodes = getattr(args, self.method.max_episodes_field)
+        episodes = segment_completions(self.processing_class, completion_ids, mask, max_episodes)
+        rows, slots, positions, num_slots = episode_end_positions(episodes.episode_ids)
         s_sta = torch.zeros(completion_ids.shape[0], num_slots, device=device)
         s_exp = torch.zeros_like(s_sta)
-        if rows.numel():
-            u = states[rows, last[rows, slots]].float()
+        if rows.numel() and self.method.needs_cf:
             lm_head = self.accelerator.unwrap_model(self.model).get_output_embeddings()
-            group_index = (rows + batch.local.start) // batch.group_size
             cf = counterfactual_reward(
-                u, lm_head.weight, perturbation=args.perturbation_spec(),
+                states[rows, positions].float(), lm_head.weight, perturbation=args.perturbation_spec(),
                 num_samples=args.num_perturbations, tau=args.cf_tau, lambda_exp=args.lambda_exp, eps_u=args.cf_eps_u,
                 answer_space=args.answer_space, topk=args.answer_topk, temperature=self.temperature,
-                lm_head_bias=lm_head.bias, generator=self._generator_for(u.device), group_index=group_index,
+                lm_head_bias=lm_head.bias, generator=self._generator_for(device),
+                group_index=(rows + batch.local.start) // batch.group_size,
             )
             s_sta[rows, slots], s_exp[rows, slots] = cf.s_sta.to(device), cf.s_exp.to(device)
             r_cf = args.lambda_sta * cf.s_sta + args.lambda_exp * cf.s_exp
             self._metrics[mode]["gc2po/s_sta"].append(cf.s_sta.mean().item())
             self._metrics[mode]["gc2po/s_exp"].append(cf.s_exp.mean().item())
             self._metrics[mode]["gc2po/r_cf"].append(r_cf.mean().item())
-        batch.episode_ids, batch.s_sta, batch.s_exp = episode_ids, s_sta, s_exp
-        tokens = mask.sum().item()
-        self._metrics[mode]["segmentation/fallback_rate"].append(sum(fallbacks) / len(fallbacks))
+        batch.episode_ids, batch.s_sta, batch.s_exp = episodes.episode_ids, s_sta, s_exp
+        counts = episodes.num_episodes
+        self._metrics[mode]["segmentation/fallback_rate"].append(sum(episodes.used_fallback) / len(counts))
         self._metrics[mode]["episodes/mean_count"].append(sum(counts) / len(counts))
-        self._metrics[mode]["episodes/mean_tokens"].append(tokens / max(1, sum(counts)))
+        self._metrics[mode]["episodes/mean_tokens"].append(mask.sum().item() / max(1, sum(counts)))
+
+    # -- services for methods that generate or score more (MRT, GCPO) --------------------------
+    def _prompt_ids(self, row: int) -> list[int]:
+        out = self._rollout_output
+        return out["prompt_ids"][row][out["prompt_mask"][row].bool()].tolist()
+
+    @torch.no_grad()
+    def generate_continuations(self, contexts: list[list[int]], num: int, max_new_tokens: int) -> list[list[int]]:
+        """``num`` sampled continuations of each token context (the rollout policy, training
+        temperature); returns the continuations' ids, ``num`` consecutive entries per context."""
+        model = self.accelerator.unwrap_model(self.model)
+        pad = self.processing_class.pad_token_id
+        out: list[list[int]] = []
+        chunk = max(1, self.args.per_device_train_batch_size)
+        jobs = [c for c in contexts for _ in range(num)]
+        for lo in range(0, len(jobs), chunk):
+            batch = jobs[lo:lo + chunk]
+            width = max(len(c) for c in batch)
+            ids = torch.tensor([[pad] * (width - len(c)) + c for c in batch], device=self.accelerator.device)
+            attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in batch], device=self.accelerator.device)
+            generated = model.generate(input_ids=ids, attention_mask=attention, max_new_tokens=max_new_tokens, do_sample=True,
+                                       temperature=self.temperature, top_p=1.0, top_k=0, pad_token_id=pad,
+                                       eos_token_id=self.processing_class.eos_token_id)[:, width:]
+            out.extend(row.tolist() for row in generated)
+        return out
+
+    def _outcome(self, rows: list[int], texts: list[str]) -> torch.Tensor:
+        """The outcome reward (the first reward function) of ``texts`` as completions of ``rows``."""
+        inputs = [self._rollout_inputs[r] for r in rows]
+        columns = {k: [x[k] for x in inputs] for k in inputs[0] if k not in ("prompt", "completion", "completion_ids")}
+        completions = [[{"role": "assistant", "content": t}] for t in texts]
+        values = self.reward_funcs[0](prompts=[x["prompt"] for x in inputs], completions=completions,
+                                      completion_ids=None, **columns)
+        return torch.tensor([0.0 if v is None else float(v) for v in values])
+
+    def forced_answer_success(self, rows: list[int], prefix_ends: list[int], num: int) -> torch.Tensor:
+        """MRT's meta-prover: mean outcome of ``num`` forced answers after each completion prefix
+        (completion tokens up to ``prefix_end`` inclusive; -1 = no prefix)."""
+        force = self.processing_class(self.args.force_answer_text, add_special_tokens=False)["input_ids"]
+        completions = self._rollout_output["completion_ids"]
+        prefixes = [completions[r, :end + 1].tolist() for r, end in zip(rows, prefix_ends)]
+        answers = self.generate_continuations([self._prompt_ids(r) + p + force for r, p in zip(rows, prefixes)],
+                                              num, self.args.mrt_answer_tokens)
+        decode = self.processing_class.decode
+        texts = [decode(prefixes[i // num] + force + a, skip_special_tokens=True) for i, a in enumerate(answers)]
+        outcome = self._outcome([rows[i // num] for i in range(len(answers))], texts)
+        return outcome.view(-1, num).mean(-1)
+
+    def branch_outcomes(self, rows: list[int], prefix_ends: list[int], num: int) -> list[list[tuple[bool, int]]]:
+        """ReST-MCTS*: ``num`` continuations of each completion prefix, each as (verified
+        correct, number of steps it adds)."""
+        from gc2po.core.segment import segment_episodes
+
+        completions = self._rollout_output["completion_ids"]
+        prefixes = [completions[r, :end + 1].tolist() for r, end in zip(rows, prefix_ends)]
+        continuations = self.generate_continuations([self._prompt_ids(r) + p for r, p in zip(rows, prefixes)], num,
+                                                    self.args.max_completion_length)
+        decode = self.processing_class.decode
+        texts = [decode(prefixes[i // num] + c, skip_special_tokens=True) for i, c in enumerate(continuations)]
+        outcome = self._outcome([rows[i // num] for i in range(len(texts))], texts)
+        steps = [len(segment_episodes(decode(c, skip_special_tokens=True))) for c in continuations]
+        results = [(bool(o > 0.5), n) for o, n in zip(outcome.tolist(), steps)]
+        return [results[i * num:(i + 1) * num] for i in range(len(rows))]
+
+    def fit_value_head(self, rows: list[int], positions: list[int], targets: torch.Tensor) -> torch.Tensor:
+        """One MSE step of the value head on (step states, targets); returns its predictions
+        for the same states (after the step) [N]."""
+        states = self._rollout_states[rows, positions].float().detach()
+        if not hasattr(self, "value_head"):
+            self.value_head = torch.nn.Linear(states.shape[-1], 1).to(states.device)
+            self._value_optimizer = torch.optim.Adam(self.value_head.parameters(), lr=self.args.rest_value_lr)
+        targets = targets.to(states.device)
+        with torch.enable_grad():
+            loss = torch.nn.functional.mse_loss(self.value_head(states).squeeze(-1), targets)
+            self._value_optimizer.zero_grad()
+            loss.backward()
+            self._value_optimizer.step()
+        self._metrics["train"]["rest/value_loss"].append(loss.item())
+        with torch.no_grad():
+            return self.value_head(states).squeeze(-1).cpu()
+
+    def final_states(self, rows: list[int]) -> torch.Tensor:
+        """Final-norm hidden state at the last token of each completion in ``rows`` [R, d]."""
+        lengths = self._rollout_output["completion_mask"][rows].sum(1).clamp(min=1) - 1
+        return self._rollout_states[rows, lengths].float()
+
+    def gcpo_contexts(self, rows: list[int], max_new_tokens: int) -> tuple[list[list[int]], list[list[int]]]:
+        """GCPO's counterfactual contexts for one group: prompt + candidates but o_i + integrated
+        output y_n (and the alternative y_n')."""
+        out, tok = self._rollout_output, self.processing_class
+        candidates = [out["completion_ids"][r][out["completion_mask"][r].bool()].tolist() for r in rows]
+        separator = tok("\n\n", add_special_tokens=False)["input_ids"]
+        prompt = self._prompt_ids(rows[0])
+
+        def joined(parts):
+            ids = []
+            for part in parts:
+                ids += part + separator
+            return ids
+
+        integrated = self.generate_continuations([prompt + joined(candidates)], 2, max_new_tokens)
+        contexts = [[prompt + joined(candidates[:i] + candidates[i + 1:] + [y]) for i in range(len(rows))] for y in integrated]
+        return contexts[0], contexts[1]
+
+    @torch.no_grad()
+    def _states_and_logps(self, sequences: list[list[int]], score_from: list[int]):
+        """Final-norm states at the last token, and log-probs of tokens from ``score_from`` on."""
+        model = self.accelerator.unwrap_model(self.model)
+        backbone = getattr(model, model.base_model_prefix)
+        pad = self.processing_class.pad_token_id
+        width = max(len(s) for s in sequences)
+        ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences], device=self.accelerator.device)
+        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=self.accelerator.device)
+        hidden = backbone(input_ids=ids, attention_mask=attention).last_hidden_state
+        logps = []
+        for row, (seq, start) in enumerate(zip(sequences, score_from)):
+            offset = width - len(seq)
+            logits = model.get_output_embeddings()(hidden[row, offset + start - 1: -1]).float() / self.temperature
+            logps.append(torch.log_softmax(logits, -1).gather(-1, ids[row, offset + start:].unsqueeze(-1)).squeeze(-1))
+        return hidden[:, -1].float(), logps
+
+    def sample_final_states(self, contexts: list[list[int]]) -> torch.Tensor:
+        """One sampled continuation per context; the final-norm state at its last token [N, d]."""
+        samples = self.generate_continuations(contexts, 1, self.args.max_completion_length)
+        states, _ = self._states_and_logps([c + s for c, s in zip(contexts, samples)], [len(c) for c in contexts])
+        return states
+
+    def completion_logps_given(self, rows: list[int], contexts: list[list[int]]) -> torch.Tensor:
+        """Log-probs of each completion's tokens [R, T] when it follows ``contexts`` instead of its prompt."""
+        out = self._rollout_output
+        completions = [out["completion_ids"][r][out["completion_mask"][r].bool()].tolist() for r in rows]
+        _, logps = self._states_and_logps([c + y for c, y in zip(contexts, completions)], [len(c) for c in contexts])
+        result = torch.zeros(len(rows), out["completion_ids"].shape[1], device=out["completion_ids"].device)
+        for i, values in enumerate(logps):
+            result[i, : len(values)] = values
+        return result
 
     def _generator_for(self, device: torch.device) -> torch.Generator:
         """Perturbation RNG seeded from (seed, step, process): a resumed run draws the same noise."""
@@ -247,7 +388,16 @@ class GC2POTrainer(GRPOTrainer):
         return logps, entropies, aux
 
     def _compute_loss(self, model, inputs):
-        loss = super()._compute_loss(model, inputs)
+        if self.method.loss is not None:
+            input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+            attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+            logps, _, _ = self._get_per_token_logps_and_entropies(model, input_ids, attention_mask,
+                                                                  inputs["completion_ids"].shape[1])
+            loss = self.method.loss(logps, inputs, self.args)
+            normalizer = self.current_gradient_accumulation_steps if self.model.training else 1.0
+            loss = loss / normalizer
+        else:
+            loss = super()._compute_loss(model, inputs)
         old = inputs.get("old_per_token_logps")
         if old is not None and getattr(self, "_last_policy_logps", None) is not None:
             mask = inputs["completion_mask"].bool()

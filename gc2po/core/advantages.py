@@ -200,3 +200,94 @@ ADVANTAGE_ESTIMATORS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "grpo": grpo_advantage,
     "dr_grpo": dr_grpo_advantage,
 }
+
+
+def progress_rewards(success: torch.Tensor, num_boundaries: torch.Tensor, r_out: torch.Tensor, alpha: float) -> torch.Tensor:
+    """MRT's dense rewards (BASELINES 5): for boundaries j = 0..L-1 with forced-answer success
+    J_0..J_{L-1} (J_0 before any episode) and J_L := R_out,
+
+        r_j = alpha * (J_j - J_{j-1})  for j = 1..L   (at the last token of episode j)
+
+    success [B, S] (S >= max L; column j = J_j, j < L), num_boundaries [B] = L, r_out [B]
+    -> rewards [B, S] (zero past L). They telescope: sum_j r_j = alpha * (R_out - J_0).
+    """
+    batch, slots = success.shape
+    j = torch.arange(slots, device=success.device).expand(batch, slots)
+    levels = torch.where(j < num_boundaries.unsqueeze(-1), success, r_out.unsqueeze(-1).to(success.dtype))
+    levels = torch.cat([levels, r_out.unsqueeze(-1).to(success.dtype)], dim=-1)  # J_0..J_S with J_L.. = R_out
+    steps = alpha * (levels[:, 1:] - levels[:, :-1])
+    return torch.where(j < num_boundaries.unsqueeze(-1), steps, torch.zeros_like(steps))
+
+
+def reward_to_go_advantages(step_rewards: torch.Tensor, step_ends: torch.Tensor, step_mask: torch.Tensor,
+                            token_mask: torch.Tensor, eps: float = STD_EPS) -> torch.Tensor:
+    """GRPO process supervision (BASELINES 1) for one group of K completions: step rewards are
+    normalised over all valid steps of the group, and A_{i,t} = sum of the normalised rewards
+    of the steps of o_i that end at or after t.
+
+    step_rewards, step_ends (token index of each step's last token), step_mask [K, S];
+    token_mask [K, T] -> advantages [K, T] (0 where masked)."""
+    valid = step_rewards[step_mask]
+    if valid.numel() == 0:
+        return torch.zeros_like(token_mask, dtype=torch.float32)
+    normalised = (step_rewards - valid.mean()) / (valid.std(unbiased=False) + eps)
+    normalised = torch.where(step_mask, normalised, torch.zeros_like(normalised))
+    t = torch.arange(token_mask.shape[1], device=token_mask.device)
+    counts = (step_ends.unsqueeze(1) >= t.view(1, -1, 1)) & step_mask.unsqueeze(1)  # [K, T, S]
+    adv = (counts.to(normalised.dtype) * normalised.unsqueeze(1)).sum(-1)
+    return torch.where(token_mask.bool(), adv, torch.zeros_like(adv)).float()
+
+
+def gcpo_upsilon(z: torch.Tensor, z_context: torch.Tensor, z_context_alt: torch.Tensor, alpha: float) -> torch.Tensor:
+    """GCPO's causal weight (BASELINES 4) for one group: z, z_context, z_context_alt [K, d] ->
+    Upsilon [K] = alpha * cos(z_i, Zbar_i - Zbar'_i + zbar), zbar = mean_i z_i."""
+    direction = z_context - z_context_alt + z.mean(0, keepdim=True)
+    return alpha * torch.nn.functional.cosine_similarity(z.float(), direction.float(), dim=-1, eps=1e-8)
+
+
+def gcpo_reference_logps(context_logps: torch.Tensor, context_alt_logps: torch.Tensor, plain_logps: torch.Tensor,
+                         min_prob: float = 1e-6) -> torch.Tensor:
+    """log pi'_ref = log clamp(pi(y|x_i) - Phi + pi(y|q), min_prob, 1) with Phi = pi(y|x_i with the
+    alternative integrated output); the clamp keeps k3 defined (pi'_ref is not a probability)."""
+    prob = context_logps.exp() - context_alt_logps.exp() + plain_logps.exp()
+    return prob.clamp(min_prob, 1.0).log()
+
+
+def rest_value_targets(signs: list[int], min_steps: list[int]) -> list[float]:
+    """ReST-MCTS* value targets of the steps of one path (BASELINES 7, paper eqs. 1-2):
+    v_0 = 0; v_k = max(0, v_{k-1} + (1 - v_{k-1}) * s_k / (m_k + 1)), s_k = +1 on a path to a
+    verified-correct leaf else -1, m_k = minimal remaining steps to a correct leaf.
+    A correct chain of 3 steps gets 1/3, 2/3, 1."""
+    if len(signs) != len(min_steps):
+        raise ValueError(f"signs and min_steps differ in length: {len(signs)} vs {len(min_steps)}")
+    values, v = [], 0.0
+    for s, m in zip(signs, min_steps):
+        v = max(0.0, v + (1.0 - v) * s / (m + 1))
+        values.append(v)
+    return values
+
+
+def label_rollout_steps(num_steps: int, correct: bool, branch_step: int,
+                        branches: list[tuple[bool, int]]) -> tuple[list[int], list[int]]:
+    """(s_k, m_k) for the steps k = 1..num_steps of a rollout with branches after step
+    ``branch_step`` (each branch: (verified correct, its number of steps)).
+
+    A step is on a path to a correct leaf if the rollout is correct, or if it lies at or before
+    the branch point and a branch is correct; m_k is the fewest remaining steps to such a leaf.
+    Dead steps inherit m from their nearest live ancestor (or count their own remaining steps)."""
+    best_branch = min((n for ok, n in branches if ok), default=None)
+    signs, min_steps, inherited = [], [], None
+    for k in range(1, num_steps + 1):
+        candidates = []
+        if correct:
+            candidates.append(num_steps - k)
+        if best_branch is not None and k <= branch_step:
+            candidates.append(branch_step - k + best_branch)
+        if candidates:
+            inherited = min(candidates)
+            signs.append(1)
+            min_steps.append(inherited)
+        else:
+            signs.append(-1)
+            min_steps.append(inherited if inherited is not None else num_steps - k)
+    return signs, min_steps

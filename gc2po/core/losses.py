@@ -68,3 +68,44 @@ def clipped_token_loss(
     per_token = torch.where(mask.bool(), per_token, torch.zeros_like(per_token))
     per_sequence = (per_token * maskf).sum(-1) / maskf.sum(-1).clamp(min=1)
     return per_sequence.mean()
+
+
+def gvpo_weights(rewards: torch.Tensor, log_ratio_sums: torch.Tensor, beta: float) -> torch.Tensor:
+    """GVPO per-sample weights of one or more groups [G, K]:
+    w_i = (r_i - mean r) - beta (Delta_i - mean Delta), Delta_i = sum_t log pi_theta/pi_old.
+    They sum to zero in every group (the partition function cancels)."""
+    centered_r = rewards - rewards.mean(-1, keepdim=True)
+    centered_d = log_ratio_sums - log_ratio_sums.mean(-1, keepdim=True)
+    return centered_r - beta * centered_d
+
+
+def gvpo_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor,
+    mask: torch.Tensor,
+    group_ids: torch.Tensor,
+    centered_rewards: torch.Tensor,
+    *,
+    beta: float,
+) -> torch.Tensor:
+    """GVPO (Zhang et al. 2025, BASELINES 3): per group,
+
+        R_theta(y_i) = beta * sum_t [log pi_theta(y_i,t) - log pi_old(y_i,t)]   (sequence sum)
+        L_g = 1/(K-1) * sum_i 1/2 [(R_i - mean_j R_j) - (r_i - mean_j r_j)]^2
+
+    averaged over the groups present. No clip, no ratio, no KL. Every group must be complete in
+    the call (``group_ids`` [B] says which rows belong together; rows may come in any order).
+    Shapes: logps, old_logps, mask [B, T]; group_ids [B] (long); centered_rewards [B] = r - mean r.
+    """
+    if beta <= 0:
+        raise ValueError(f"gvpo beta must be > 0, got {beta!r}")
+    maskf = mask.to(logps.dtype)
+    reward_model = beta * ((logps - old_logps) * maskf).sum(-1)  # [B]
+    groups, inverse, counts = torch.unique(group_ids, return_inverse=True, return_counts=True)
+    if (counts < 2).any():
+        raise ValueError("gvpo_loss: every group needs >= 2 completions in the same loss computation")
+    group_sum = torch.zeros(len(groups), dtype=reward_model.dtype, device=logps.device).index_add(0, inverse, reward_model)
+    centered_model = reward_model - (group_sum / counts)[inverse]
+    per_sample = 0.5 * (centered_model - centered_rewards.to(logps.dtype)) ** 2 / (counts[inverse] - 1)
+    per_group = torch.zeros(len(groups), dtype=logps.dtype, device=logps.device).index_add(0, inverse, per_sample)
+    return per_group.mean()

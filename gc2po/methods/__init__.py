@@ -9,9 +9,13 @@ from __future__ import annotations
 from gc2po.methods.base import Method, RolloutBatch
 from gc2po.methods.gc2po import GC2PO, GC2PO_NO_RCF, GC2PO_NO_SEXP, GC2PO_NO_SSTA
 from gc2po.methods.grpo import DR_GRPO, GRPO, LENGTH_PENALTY
+from gc2po.methods.gcpo import GCPO
+from gc2po.methods.gvpo import GVPO
+from gc2po.methods.mrt import MRT
+from gc2po.methods.rest_mcts import REST_MCTS
 
 METHODS: dict[str, Method] = {
-    m.name: m for m in (GC2PO, GC2PO_NO_SEXP, GC2PO_NO_SSTA, GC2PO_NO_RCF, GRPO, DR_GRPO, LENGTH_PENALTY)
+    m.name: m for m in (GC2PO, GC2PO_NO_SEXP, GC2PO_NO_SSTA, GC2PO_NO_RCF, GRPO, DR_GRPO, LENGTH_PENALTY, GVPO, MRT, GCPO, REST_MCTS)
 }
 
 

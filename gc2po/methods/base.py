@@ -29,9 +29,12 @@ class RolloutBatch:
     episode_ids: torch.Tensor | None = None  # [B, T], -1 = none
     s_sta: torch.Tensor | None = None  # [B, Lmax]
     s_exp: torch.Tensor | None = None  # [B, Lmax]
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)  # per-sample tensors a method's loss needs
+    services: Any = None  # the trainer: forced_answer_success(...), context_states(...), ... (duck-typed)
 
 
 AdvantageFn = Callable[[RolloutBatch, Any], tuple[torch.Tensor, dict[str, float]]]
+LossFn = Callable[[torch.Tensor, dict, Any], torch.Tensor]  # (per-token log-probs [B,T], inputs, config) -> loss
 
 
 @dataclass(frozen=True)
@@ -40,9 +43,20 @@ class Method:
     summary: str
     loss_type: str  # TRL loss aggregation: "grpo" (1/|o_i| then mean) or "dr_grpo" (constant normaliser)
     advantages: AdvantageFn  # (batch, config) -> ([B] or [B, T] advantages, metrics)
-    needs_episodes: bool = False  # needs segmentation, old log-probs and episode states
-    defaults: dict[str, Any] = field(default_factory=dict)  # config values the method fixes
+    needs_episodes: bool = False  # needs segmentation of the completions into episodes
+    needs_cf: bool | None = None  # needs episode states and the counterfactual reward (default: needs_episodes)
+    needs_states: bool | None = None  # needs the completions' final-norm hidden states (default: needs_cf)
+    fixed: dict[str, Any] = field(default_factory=dict)  # config values the method forces (ablations)
+    defaults: dict[str, Any] = field(default_factory=dict)  # config values it uses unless the run config sets them
     fidelity: str = "as in the paper"  # how faithful to the original; shown in the README table
+    loss: LossFn | None = None  # replaces TRL's clipped loss when set (GVPO, ReST-MCTS*)
+    max_episodes_field: str = "max_episodes"  # config field capping the episodes of a completion
+
+    def __post_init__(self):
+        if self.needs_cf is None:
+            object.__setattr__(self, "needs_cf", self.needs_episodes)
+        if self.needs_states is None:
+            object.__setattr__(self, "needs_states", self.needs_cf)
 
 
 def group_view(values: torch.Tensor, group_size: int) -> torch.Tensor:

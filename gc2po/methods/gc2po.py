@@ -35,9 +35,9 @@ def gc2po_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     return adv, metrics
 
 
-def _gc2po(name, summary, defaults=None, fidelity="as in the paper (SPEC 2 fills its gaps)"):
+def _gc2po(name, summary, fixed=None, fidelity="as in the paper (SPEC 2 fills its gaps)"):
     return Method(name, summary, loss_type="grpo", advantages=gc2po_advantages, needs_episodes=True,
-                  defaults=defaults or {}, fidelity=fidelity)
+                  fixed=fixed or {}, fidelity=fidelity)
 
 
 GC2PO = _gc2po("gc2po", "GC2PO: episodic causal counterfactual reward + outcome, token-level advantages")

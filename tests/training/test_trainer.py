@@ -63,9 +63,14 @@ def test_each_method_trains_two_steps_and_changes_parameters(method, tiny_model_
     for key in ("rewards/outcome/mean", "advantages/mean", "grad_norm", "sampling_ratio/mean", "step_time",
                 "completions/mean_length"):
         assert key in steps[0], f"{method}: metric {key} not logged"
+    expected = []
     if METHODS[method].needs_episodes:
-        for key in ("gc2po/s_sta", "gc2po/s_exp", "gc2po/r_cf", "segmentation/fallback_rate", "episodes/mean_count"):
-            assert key in steps[0], f"{method}: metric {key} not logged"
+        expected += ["segmentation/fallback_rate", "episodes/mean_count"]
+    if METHODS[method].needs_cf:
+        expected += ["gc2po/s_sta", "gc2po/s_exp", "gc2po/r_cf"]
+    expected += {"mrt": ["mrt/progress_mean"], "gcpo": ["gcpo/upsilon_mean"], "rest_mcts": ["rest/selected_frac"]}.get(method, [])
+    for key in expected:
+        assert key in steps[0], f"{method}: metric {key} not logged"
 
 
 @pytest.mark.slow

@@ -72,7 +72,8 @@ def eval_files(models, benchmarks, bases=None):
 
 
 def eval_summaries(models, benchmarks):
-    return [f + ".summary.json" for f in eval_files(models, benchmarks)]
+    return expand(f"{OUT}/eval/{{base}}/{{model}}/seed{{seed}}/{{benchmark}}.jsonl.summary.json",
+                  base=list(BASE_MODELS), model=models, seed=SEEDS, benchmark=benchmarks)
 
 
 def metrics_files(runs):

@@ -1,0 +1,68 @@
+"""Reward audit: grouping and correlations on hand-computed cases, and scoring real completions."""
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from gc2po.audit import AuditConfig, partial_correlation, pearson, perturbation_study, score_rows, spearman, summarise
+from gc2po.evaluation.backends import Generation
+from gc2po.testbed.generator import Problem, solution_text
+
+# f and p of four completions, one per group
+F = [1, 1, 0, 0]
+P = [1.0, 0.2, 0.9, 0.1]
+
+
+def test_correlations_by_hand():
+    # R = f: cor(R, f) = 1; cor(R, p) = cov 0.025 / (0.5 * sqrt(0.1625)) = 0.124035
+    assert pearson(F, F) == pytest.approx(1.0)
+    assert pearson(F, P) == pytest.approx(0.025 / (0.5 * math.sqrt(0.1625)), rel=1e-6)
+    # R3: within-f residuals R [.4,-.4,.3,-.3], p [.4,-.4,.4,-.4] -> 0.14 / (sqrt(.125) * .4) = 0.989949
+    r3 = [0.9, 0.1, 0.8, 0.2]
+    assert partial_correlation(r3, P, F) == pytest.approx(0.14 / (math.sqrt(0.125) * 0.4), rel=1e-6)
+    # ranks R3 [4,1,3,2], p [4,2,3,1] -> cov 1.0 / var 1.25 = 0.8
+    assert spearman(r3, P) == pytest.approx(0.8)
+    # an outcome-only reward carries no information about p once f is known
+    assert math.isnan(partial_correlation(F, P, F))
+
+
+def test_summary_groups_and_shares_by_hand():
+    frame = pd.DataFrame({"f": F, "p": P, "group": ["near_ideal", "lucky_guess", "near_miss", "fully_bad"],
+                          "r_out": [1.0, 1.0, 0.0, 0.0], "r_cf": [0.9, 0.1, 0.8, 0.2]})
+    summary = summarise(frame, rewards=("r_out", "r_cf"))
+    assert summary["completions"] == 4
+    for group, r_cf in (("near_ideal", 0.9), ("lucky_guess", 0.1), ("near_miss", 0.8), ("fully_bad", 0.2)):
+        assert summary["groups"][group]["share"] == 0.25
+        assert summary["groups"][group]["r_cf"][0] == pytest.approx(r_cf)
+    # the near miss gets the outcome reward of the fully bad trajectory, the lucky guess that of the ideal one
+    assert summary["groups"]["near_miss"]["r_out"][0] == summary["groups"]["fully_bad"]["r_out"][0] == 0.0
+    assert summary["correlations"]["r_cf"]["partial_p_given_f"] == pytest.approx(0.989949, rel=1e-5)
+
+
+def test_perturbation_study_ranks_by_partial_correlation():
+    frame = pd.DataFrame({"f": F, "p": P, "r_cf[good]": [0.9, 0.1, 0.8, 0.2], "r_cf[bad]": [0.2, 0.8, 0.1, 0.9]})
+    study = perturbation_study(frame)
+    assert study.perturbation.tolist() == ["good", "bad"]
+    assert study.partial_p_given_f.iloc[0] == pytest.approx(-study.partial_p_given_f.iloc[1])
+
+
+@pytest.mark.slow
+def test_score_rows_on_handwritten_completions(tiny_model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    problem = Problem("p0", "test_id", "Ana has 5 apples. Ana buys 3 more. How many?", 5, (("+", 3), ("*", 2)), (8, 16))
+    texts = [solution_text(problem, "correct"), solution_text(problem, "slip"), solution_text(problem, "shortcut"),
+             "no idea \\boxed{3}"]
+    generations = [Generation(0, i, t, 0, True, tokenizer(t, add_special_tokens=False)["input_ids"]) for i, t in enumerate(texts)]
+    frame = score_rows(model, tokenizer, [problem], ["<|user|>q\n<|assistant|>"], generations,
+                       AuditConfig(num_samples=2, answer_topk=8), grid=[[{"name": "dropout", "p": 0.5}]])
+    assert frame.group.tolist() == ["near_ideal", "near_miss", "lucky_guess", "fully_bad"]
+    assert frame.f.tolist() == [1, 0, 1, 0]
+    assert frame.episodes.tolist()[:3] == [2, 2, 2] and frame.fallback.tolist() == [False, False, False, True]
+    for column in ("s_sta", "s_exp", "r_cf", "gc2po_score", "gc2po_advantage", "r_cf[dropout(p=0.5)]"):
+        assert torch.isfinite(torch.tensor(frame[column].to_numpy())).all(), column
+    assert frame.gc2po_advantage.sum() == pytest.approx(0.0, abs=1e-6)  # group-normalised

@@ -1,0 +1,99 @@
+"""The baselines' formulas on hand-computed cases (BASELINES 3-7)."""
+
+import math
+
+import pytest
+import torch
+
+from gc2po.core.advantages import (
+    gcpo_reference_logps,
+    gcpo_upsilon,
+    label_rollout_steps,
+    progress_rewards,
+    rest_value_targets,
+    reward_to_go_advantages,
+)
+from gc2po.core.losses import gvpo_loss, gvpo_weights
+from gc2po.core.rewards import length_penalty_rewards
+
+
+def test_rest_value_targets_of_a_correct_three_step_chain():
+    signs, min_steps = label_rollout_steps(3, True, 0, [])
+    assert signs == [1, 1, 1] and min_steps == [2, 1, 0]
+    assert rest_value_targets(signs, min_steps) == pytest.approx([1 / 3, 2 / 3, 1.0])
+
+
+def test_rest_value_targets_with_a_rescuing_branch_and_dead_steps():
+    # wrong rollout of 3 steps, a correct 1-step branch after step 2: steps 1-2 live
+    # (m = 2, 1), step 3 dead (s = -1, inherits m = 1)
+    signs, min_steps = label_rollout_steps(3, False, 2, [(False, 2), (True, 1), (True, 4)])
+    assert signs == [1, 1, -1] and min_steps == [2, 1, 1]
+    # v1 = 1/3; v2 = 1/3 + 2/3 * 1/2 = 2/3; v3 = max(0, 2/3 - 1/3 * 1/2) = 1/2
+    assert rest_value_targets(signs, min_steps) == pytest.approx([1 / 3, 2 / 3, 1 / 2])
+    # no correct leaf anywhere: values stay at 0
+    assert rest_value_targets(*label_rollout_steps(2, False, 1, [(False, 1)])) == [0.0, 0.0]
+
+
+def test_gvpo_weights_sum_to_zero_and_loss_gradient_matches():
+    g = torch.Generator().manual_seed(0)
+    rewards = torch.tensor([[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
+    deltas = torch.randn(2, 4, generator=g)
+    weights = gvpo_weights(rewards, deltas, beta=0.1)
+    torch.testing.assert_close(weights.sum(-1), torch.zeros(2), atol=1e-6, rtol=0)
+    # gradient of the loss w.r.t. each sequence's log-prob sum is -beta/(K-1) * w_i
+    logps = torch.zeros(8, 3, requires_grad=True)
+    old = torch.zeros(8, 3)
+    old[:, 0] = -deltas.reshape(-1) / 1.0  # sum_t (logp - old) = delta_i (on token 0)
+    mask = torch.ones(8, 3)
+    centered = (rewards - rewards.mean(-1, keepdim=True)).reshape(-1)
+    order = torch.tensor([3, 0, 6, 1, 5, 2, 7, 4])  # rows may come shuffled
+    loss = gvpo_loss(logps[order], old[order], mask[order], (torch.arange(8) // 4)[order], centered[order], beta=0.1)
+    loss.backward()
+    expected = -0.1 / 3 * weights.reshape(-1) / 2  # mean over the 2 groups
+    torch.testing.assert_close(logps.grad[:, 0], expected, atol=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match=">= 2 completions"):
+        gvpo_loss(logps[:1], old[:1], mask[:1], torch.tensor([0]), centered[:1], beta=0.1)
+
+
+def test_mrt_progress_terms_telescope():
+    success = torch.tensor([[0.25, 0.5, 1.0, 0.0], [0.5, 0.0, 0.0, 0.0]])  # J_0..J_{L-1}
+    num_boundaries = torch.tensor([3, 1])
+    r_out = torch.tensor([0.0, 1.0])
+    steps = progress_rewards(success, num_boundaries, r_out, alpha=1.0)
+    # row 0: J = .25, .5, 1.0, then R_out = 0 -> .25, .5, -1.0; row 1: J_0 = .5 -> R_out 1: +.5
+    torch.testing.assert_close(steps, torch.tensor([[0.25, 0.5, -1.0, 0.0], [0.5, 0.0, 0.0, 0.0]]))
+    torch.testing.assert_close(steps.sum(-1), r_out - success[:, 0])  # alpha (J_end - J_0)
+
+
+def test_reward_to_go_advantages_by_hand():
+    # K=2: steps rewards [1, 3] ending at tokens 1, 3; [2] ending at 2; group mean 2, std sqrt(2/3)
+    rewards = torch.tensor([[1.0, 3.0], [2.0, 0.0]])
+    ends = torch.tensor([[1, 3], [2, -1]])
+    step_mask = torch.tensor([[True, True], [True, False]])
+    token_mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])
+    adv = reward_to_go_advantages(rewards, ends, step_mask, token_mask)
+    z = 1 / (math.sqrt(2 / 3) + 1e-4)
+    expected = torch.tensor([[0.0, 0.0, z, z], [0.0, 0.0, 0.0, 0.0]])  # (-1+1)z for t<=1, then +1z
+    torch.testing.assert_close(adv, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_gcpo_upsilon_and_reference_by_hand():
+    z = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # zbar = [.5, .5]
+    ctx = torch.tensor([[0.5, -0.5], [0.0, 0.0]])
+    alt = torch.zeros(2, 2)
+    # row 0: direction [1, 0] -> cos 1; row 1: direction [.5, .5] -> cos 1/sqrt(2)
+    torch.testing.assert_close(gcpo_upsilon(z, ctx, alt, alpha=2.0), torch.tensor([2.0, 2 / math.sqrt(2)]))
+    p = torch.log(torch.tensor([[0.5, 0.2, 0.9]]))
+    ref = gcpo_reference_logps(p, torch.log(torch.tensor([[0.1, 0.6, 0.2]])), torch.log(torch.tensor([[0.3, 0.3, 0.5]])))
+    # 0.5 - 0.1 + 0.3 = 0.7; 0.2 - 0.6 + 0.3 < 0 -> 1e-6; 0.9 - 0.2 + 0.5 > 1 -> 1
+    torch.testing.assert_close(ref.exp(), torch.tensor([[0.7, 1e-6, 1.0]]), atol=1e-7, rtol=1e-5)
+
+
+def test_length_penalty_by_hand():
+    correct = torch.tensor([[1.0, 1.0, 0.0, 1.0]])
+    lengths = torch.tensor([[10.0, 20.0, 5.0, 30.0]])
+    # correct lengths 10, 20, 30: mean 20, population std sqrt(200/3)
+    std = math.sqrt(200 / 3)
+    sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    expected = [1 - 0.1 * sig(-10 / std), 1 - 0.1 * 0.5, 0.0, 1 - 0.1 * sig(10 / std)]
+    torch.testing.assert_close(length_penalty_rewards(correct, lengths, 0.1), torch.tensor([expected]))

@@ -1,0 +1,29 @@
+"""Reward audit of one model (and the perturbation study on the base model)."""
+
+import json
+import sys
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from _common import logged  # noqa: E402
+
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, run_audit  # noqa: E402
+from gc2po.train import read_jsonl  # noqa: E402
+
+sm = snakemake  # noqa: F821
+a = sm.params.audit
+with logged(sm) as log:
+    torch.set_num_threads(sm.threads)
+    config = AuditConfig(k=a.get("k", 8), seed=int(sm.wildcards.seed), max_new_tokens=a.get("max_new_tokens", 96))
+    frame, summary = run_audit(sm.params.model, read_jsonl(sm.input.data), config,
+                               grid=DEFAULT_GRID if sm.params.study else None, max_problems=a.get("problems"))
+    frame.to_csv(sm.output.completions, index=False)
+    with open(sm.output.summary, "w") as handle:
+        json.dump(summary, handle, indent=1)
+    study = perturbation_study(frame) if sm.params.study else pd.DataFrame()
+    study.to_csv(sm.output.study, index=False)
+    log(json.dumps(summary["correlations"], indent=1))
+    if sm.params.study:
+        log(study.to_string())
