@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from gc2po.methods.base import Method, RolloutBatch
 from gc2po.methods.gc2po import GC2PO, GC2PO_NO_RCF, GC2PO_NO_SEXP, GC2PO_NO_SSTA
-from gc2po.methods.grpo import DR_GRPO, GRPO, LENGTH_PENALTY
 from gc2po.methods.gcpo import GCPO
+from gc2po.methods.grpo import DR_GRPO, GRPO, LENGTH_PENALTY
 from gc2po.methods.gvpo import GVPO
 from gc2po.methods.mrt import MRT
 from gc2po.methods.rest_mcts import REST_MCTS

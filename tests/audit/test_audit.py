@@ -6,7 +6,15 @@ import pandas as pd
 import pytest
 import torch
 
-from gc2po.audit import AuditConfig, partial_correlation, pearson, perturbation_study, score_rows, spearman, summarise
+from gc2po.audit import (
+    AuditConfig,
+    partial_correlation,
+    pearson,
+    perturbation_study,
+    score_rows,
+    spearman,
+    summarise,
+)
 from gc2po.evaluation.backends import Generation
 from gc2po.testbed.generator import Problem, solution_text
 

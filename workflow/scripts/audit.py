@@ -4,10 +4,9 @@ import json
 import sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
+from _common import logged  # noqa: E402
 
 from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, run_audit  # noqa: E402
 from gc2po.train import read_jsonl  # noqa: E402
