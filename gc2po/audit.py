@@ -141,7 +141,8 @@ def spearman(x, y) -> float:
 
 def pearson(x, y) -> float:
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.std() == 0 or y.std() == 0:
+    # a constant (up to rounding: residuals of an exact fit) has no correlation
+    if x.std() <= 1e-12 * (1 + np.abs(x).max()) or y.std() <= 1e-12 * (1 + np.abs(y).max()):
         return float("nan")
     return float(np.corrcoef(x, y)[0, 1])
 

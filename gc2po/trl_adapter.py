@@ -18,12 +18,10 @@ import torch
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from gc2po.core.counterfactual import PERTURBATIONS, build_perturbation, counterfactual_reward
+from gc2po.core.counterfactual import PERTURBATIONS, build_perturbation, counterfactual_reward, spec_from_fields
 from gc2po.episodes import episode_end_positions, segment_completions
 from gc2po.methods import METHODS, RolloutBatch, get_method
 
-PERTURBATION_PARAM_FIELDS = {"dropout": ("p", "perturbation_p"), "gaussian": ("sigma", "perturbation_sigma"),
-                             "group_mix": ("alpha", "perturbation_alpha")}
 
 
 @dataclass
@@ -96,14 +94,8 @@ class GC2POConfig(GRPOConfig):
                              f"steps_per_generation must be 1, got {self.steps_per_generation}")
 
     def perturbation_spec(self) -> list[dict]:
-        spec = []
-        for name in [n.strip() for n in self.perturbation.split(",") if n.strip()]:
-            item = {"name": name}
-            if name in PERTURBATION_PARAM_FIELDS:
-                param, attr = PERTURBATION_PARAM_FIELDS[name]
-                item[param] = getattr(self, attr)
-            spec.append(item)
-        return spec
+        return spec_from_fields(self.perturbation, p=self.perturbation_p, sigma=self.perturbation_sigma,
+                                alpha=self.perturbation_alpha)
 
 
 class JsonlMetricsCallback(TrainerCallback):

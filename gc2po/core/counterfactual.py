@@ -101,6 +101,21 @@ def build_perturbation(spec: PerturbationSpec) -> list[tuple[PerturbationOp, dic
     return ops
 
 
+FIELD_PARAMS = {"dropout": "p", "gaussian": "sigma", "group_mix": "alpha"}
+
+
+def spec_from_fields(names: str, *, p: float = 0.1, sigma: float = 0.1, alpha: float = 0.3) -> list[dict]:
+    """``"dropout,gaussian"`` plus one scale per operator kind -> a perturbation spec."""
+    values = {"p": p, "sigma": sigma, "alpha": alpha}
+    spec = []
+    for name in [n.strip() for n in names.split(",") if n.strip()]:
+        item = {"name": name}
+        if name in FIELD_PARAMS:
+            item[FIELD_PARAMS[name]] = values[FIELD_PARAMS[name]]
+        spec.append(item)
+    return spec
+
+
 def perturb(
     u: torch.Tensor,
     spec: PerturbationSpec,

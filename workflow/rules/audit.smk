@@ -18,6 +18,7 @@ rule audit:
     params:
         model=eval_model_path,
         audit=AUDIT,
+        trainer=config["train"]["trainer"],  # the audit scores R_cf with the training perturbation
         study=lambda wc: wc.model == "base",  # the perturbation grid runs on the base model
     log:
         f"logs/{NAME}/audit/{{base}}_{{model}}_seed{{seed}}.log",
