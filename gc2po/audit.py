@@ -178,7 +178,8 @@ def summarise(frame: pd.DataFrame, rewards=REWARDS) -> dict:
     correlations = {r: {"pearson_f": pearson(frame[r], frame.f), "pearson_p": pearson(frame[r], frame.p),
                         "spearman_f": spearman(frame[r], frame.f), "spearman_p": spearman(frame[r], frame.p),
                         "partial_p_given_f": partial_correlation(frame[r], frame.p, frame.f)} for r in rewards}
-    return {"completions": len(frame), "groups": groups, "correlations": correlations}
+    overall = {r: [float(frame[r].mean()), float(frame[r].std(ddof=0))] for r in rewards}
+    return {"completions": len(frame), "overall": overall, "groups": groups, "correlations": correlations}
 
 
 def perturbation_study(frame: pd.DataFrame) -> pd.DataFrame:
@@ -210,8 +211,10 @@ def run_audit(model_path: str, records: list[dict], config: AuditConfig, *, grid
 
 
 def plot_audit(summaries: dict[str, dict], out_png, rewards=("r_out", "r_cf", "gc2po_score", "gc2po_advantage")):
-    """Figure 1c style: per-group mean of each reward (min-max scaled per reward across groups)
-    and each reward's correlation with f and with p, one column of panels per model."""
+    """Figure 1c style: per-group mean of each reward as a standardised effect (group mean minus
+    the overall mean, in standard deviations of that reward over all completions, so rewards on
+    different scales compare and tiny differences stay tiny) and each reward's correlation with f
+    and with p; one column of panels per model."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -224,14 +227,14 @@ def plot_audit(summaries: dict[str, dict], out_png, rewards=("r_out", "r_cf", "g
         for i, group in enumerate(GROUPS):
             values = []
             for reward in rewards:
-                means = [summary["groups"][g][reward][0] for g in GROUPS]
-                finite = [m for m in means if m == m]
-                low, high = (min(finite), max(finite)) if finite else (0, 1)
+                mean, std = summary["overall"][reward]
                 value = summary["groups"][group][reward][0]
-                values.append(0.0 if value != value or high == low else (value - low) / (high - low))
+                values.append(0.0 if value != value or std == 0 else (value - mean) / std)
             ax.bar(np.arange(len(rewards)) + i * width, values, width, label=f"{group} ({summary['groups'][group]['share']:.0%})")
         ax.set_xticks(np.arange(len(rewards)) + 0.4 - width / 2, rewards, rotation=20, fontsize=7)
-        ax.set_title(f"{label}: group means (scaled)", fontsize=9)
+        ax.axhline(0, color="gray", linewidth=0.8)
+        ax.set_ylabel("group mean - overall (SD)", fontsize=7)
+        ax.set_title(f"{label}: group means", fontsize=9)
         ax.legend(fontsize=6)
         ax = axes[1, col]
         corr = summary["correlations"]
