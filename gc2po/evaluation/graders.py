@@ -35,7 +35,8 @@ def last_boxed(text: str) -> str | None:
 
 
 def grade_math(completion: str, gold: str, *, exact_match_fallback: bool = True) -> bool:
-    """math-verify: the model's last boxed (or final) answer against the gold answer.
+    """math-verify: the model's stated final answer (last \\boxed{}, else an 'answer is X' line)
+    against the gold answer.
 
     A boxed answer that is character-for-character the gold answer (whitespace and LaTeX spacing
     aside) is correct even where math-verify cannot parse the gold (multi-part answers).
@@ -49,11 +50,29 @@ def grade_math(completion: str, gold: str, *, exact_match_fallback: bool = True)
     gold_parsed = _parse_gold(str(gold))
     if not gold_parsed:
         return False
-    answer = parse(completion, extraction_config=[LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()],
-                   parsing_timeout=5)
+    final = final_answer_text(completion)
+    if final is None:
+        return False  # no stated final answer: numbers elsewhere in the text do not count
+    answer = parse(f"${final}$", extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()], parsing_timeout=5)
+    if not answer:
+        answer = parse(final, extraction_config=[ExprExtractionConfig()], parsing_timeout=5)
     if not answer:
         return False
     return bool(verify(gold_parsed, answer, timeout_seconds=5))
+
+
+FINAL_ANSWER_PHRASE = re.compile(r"(?:final answer|the answer)\s*(?:is|:)\s*:?\s*\$?([^\n$]+?)\$?\s*(?:\.\s*)?$",
+                                 re.IGNORECASE | re.MULTILINE)
+
+
+def final_answer_text(completion: str) -> str | None:
+    """The model's stated final answer: the last \\boxed{...}, else the last
+    'the answer is X' / 'final answer: X' line; None when it states none."""
+    boxed = last_boxed(completion)
+    if boxed is not None:
+        return boxed
+    found = FINAL_ANSWER_PHRASE.findall(completion)
+    return found[-1].strip() if found else None
 
 
 NONE_ANSWER = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*(none|no answer|not enough information|cannot be determined|"

@@ -59,6 +59,9 @@ def test_every_gold_answer_grades_correct_against_itself(name):
         ("\\boxed{19}", "18", False),
         ("\\boxed{(3, \\pi)}", "\\left( 3, \\frac{\\pi}{2} \\right)", False),
         ("no answer given", "18", False),
+        ("so m+n=13, and then we continue without concluding", "13", False),  # numbers in passing do not count
+        ("The final answer is 13.", "13", True),
+        ("The answer is $\\frac{1}{2}$", "0.5", True),
         ("", "18", False),
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,20 @@ def test_dry_run_of_default_config_plans_every_stage():
     assert out.returncode == 0, out.stderr
     for rule in ("testbed_data", "warm_start", "train", "evaluate", "table", "figures"):
         assert f"rule {rule}:" in out.stdout or f"\n{rule} " in out.stdout, rule
+
+
+@pytest.mark.parametrize("overlay, rules", [
+    ("config/paper.yaml", ("benchmark_data", "train", "evaluate", "table", "figures")),
+    ("config/smollm2.yaml", ("benchmark_data", "gguf_model", "train", "evaluate", "table", "figures")),
+])
+def test_dry_run_of_overlay_configs_plans_the_dag(overlay, rules):
+    out = snakemake("-n", "--cores", "2", "--configfile", overlay)
+    assert out.returncode == 0, out.stderr[-3000:]
+    for rule in rules:
+        assert f"rule {rule}:" in out.stdout, rule
+    if overlay.endswith("paper.yaml"):
+        # 4 base models x (7 methods + 9 lambda sweeps) x 3 seeds
+        assert re.search(r"^train\s+192$", out.stdout, re.MULTILINE), out.stdout[-2000:]
 
 
 def test_bad_config_value_fails_before_any_job(tmp_path):

@@ -11,6 +11,7 @@ SEEDS = config["seeds"]
 RES = f"resources/{NAME}"
 OUT = f"results/{NAME}"
 TESTBED = config["mode"] == "testbed"
+GPU = config["evaluate"]["backend"] == "vllm"  # GPU-sized resources (paper scale) vs CPU-sized ones
 BENCHMARKS = config["evaluate"]["benchmarks"]  # dataset keys evaluated
 BASE_MODELS = config.get("base_models") or {"testbed": {"source": "warm_start", "train_data": "train"}}
 DATASETS = config.get("datasets") or {}  # benchmarks mode: dataset key -> loader spec

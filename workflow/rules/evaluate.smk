@@ -23,10 +23,10 @@ rule evaluate:
         f"logs/{NAME}/eval/{{base}}_{{model}}_seed{{seed}}.log",
     conda:
         "../envs/gc2po.yaml"
-    threads: 1 if TESTBED else 8
+    threads: 1 if not GPU else 8
     resources:
-        mem_mb=4000 if TESTBED else 128000,
-        runtime=60 if TESTBED else 720,
-        gpu=0 if TESTBED else 1,
+        mem_mb=4000 if not GPU else 128000,
+        runtime=60 if not GPU else 720,
+        gpu=0 if not GPU else 1,
     script:
         "../scripts/evaluate.py"

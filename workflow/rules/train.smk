@@ -20,10 +20,10 @@ rule train:
         f"logs/{NAME}/train/{{base}}_{{run}}_seed{{seed}}.log",
     conda:
         "../envs/gc2po.yaml"
-    threads: 1 if TESTBED else 32
+    threads: 1 if not GPU else 32
     resources:
-        mem_mb=4000 if TESTBED else 512000,
-        runtime=60 if TESTBED else 2880,
-        gpu=0 if TESTBED else 8,
+        mem_mb=4000 if not GPU else 512000,
+        runtime=60 if not GPU else 2880,
+        gpu=0 if not GPU else 8,
     script:
         "../scripts/train.py"
