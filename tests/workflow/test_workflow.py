@@ -24,10 +24,10 @@ def test_lint_is_clean():
 
 
 def test_dry_run_of_default_config_plans_every_stage():
-    out = snakemake("-n", "--cores", "2")
+    out = snakemake("-n", "--forceall", "--cores", "2")  # plan every job even where results exist
     assert out.returncode == 0, out.stderr
-    for rule in ("testbed_data", "warm_start", "train", "evaluate", "table", "figures"):
-        assert f"rule {rule}:" in out.stdout or f"\n{rule} " in out.stdout, rule
+    for rule in ("testbed_data", "warm_start", "train", "evaluate", "table", "figures", "audit", "audit_figure"):
+        assert f"rule {rule}:" in out.stdout, rule
 
 
 @pytest.mark.parametrize("overlay, rules", [
@@ -35,7 +35,7 @@ def test_dry_run_of_default_config_plans_every_stage():
     ("config/smollm2.yaml", ("benchmark_data", "gguf_model", "train", "evaluate", "table", "figures")),
 ])
 def test_dry_run_of_overlay_configs_plans_the_dag(overlay, rules):
-    out = snakemake("-n", "--cores", "2", "--configfile", overlay)
+    out = snakemake("-n", "--forceall", "--cores", "2", "--configfile", overlay)
     assert out.returncode == 0, out.stderr[-3000:]
     for rule in rules:
         assert f"rule {rule}:" in out.stdout, rule
@@ -63,10 +63,11 @@ def test_miniature_default_runs_end_to_end(tmp_path):
     assert out.returncode == 0, out.stderr[-5000:]
     tables = work / "results" / "ci" / "tables"
     table1 = (tables / "table1.md").read_text()
-    assert "| base |" in table1 and "+ gc2po" in table1 and "+ grpo" in table1
+    assert "| testbed |" in table1 and "+ gc2po" in table1 and "+ grpo" in table1
     csv = (tables / "table1.csv").read_text().splitlines()
-    assert csv[0].startswith("model,benchmark,mean,ci_low,ci_high,seeds,problems,sources")
-    for name in ("grad_norm", "sampling_ratio", "training_cost", "budget_curves", "token_usage", "lambda_ablation"):
+    assert csv[0].startswith("block,model,benchmark,mean,ci_low,ci_high,seeds,problems,sources")
+    for name in ("grad_norm", "sampling_ratio", "training_cost", "budget_curves", "token_usage", "lambda_ablation",
+                 "reward_audit"):
         assert (work / "results" / "ci" / "figures" / f"{name}.png").stat().st_size > 1000
         assert (work / "results" / "ci" / "figures" / f"{name}.pdf").exists()
     # a rerun has nothing to do
