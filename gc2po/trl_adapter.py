@@ -18,10 +18,14 @@ import torch
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from gc2po.core.counterfactual import PERTURBATIONS, build_perturbation, counterfactual_reward, spec_from_fields
+from gc2po.core.counterfactual import (
+    PERTURBATIONS,
+    build_perturbation,
+    counterfactual_reward,
+    spec_from_fields,
+)
 from gc2po.episodes import episode_end_positions, segment_completions
 from gc2po.methods import METHODS, RolloutBatch, get_method
-
 
 
 @dataclass
