@@ -137,11 +137,11 @@ def parse_humaneval(row: Row, index: int) -> tuple[str, str, dict]:
 def parse_numina(row: Row, index: int) -> tuple[str, str, dict]:
     question = _first(row, "problem", "instruction", "question")
     solution = _first(row, "solution", "response")
-    answer = _last_boxed(str(solution)) if solution else None
+    answer = last_boxed(str(solution)) if solution else None
     return question, answer, {"source": row.get("source")} if row.get("source") else {}
 
 
-def _last_boxed(text: str) -> str | None:
+def last_boxed(text: str) -> str | None:
     """Content of the last \\boxed{...} (balanced braces)."""
     start = text.rfind("\\boxed{")
     if start < 0:

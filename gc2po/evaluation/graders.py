@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from gc2po.data.benchmarks import last_boxed
+
 BOXED_LETTER = re.compile(r"\\boxed\{\s*\(?([A-Ea-e])\)?\s*\}")
 LETTER_FALLBACK = re.compile(r"(?:answer is|Answer:)\s*\(?([A-Ea-e])\)?", re.IGNORECASE)
 BOXED_LABEL = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*(True|False|Uncertain|Unknown)\s*\}?\s*\}", re.IGNORECASE)
@@ -25,13 +27,6 @@ def _parse_gold(gold: str):
 
 def _normalise(text: str) -> str:
     return re.sub(r"\\[ ,;!]|\s+", "", text)
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} (balanced braces), or None."""
-    from gc2po.data.benchmarks import _last_boxed
-
-    return _last_boxed(text)
 
 
 def grade_math(completion: str, gold: str, *, exact_match_fallback: bool = True) -> bool:
