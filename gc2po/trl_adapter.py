@@ -24,6 +24,7 @@ from gc2po.core.counterfactual import (
     counterfactual_reward,
     spec_from_fields,
 )
+from gc2po.core.segment import segment_episodes
 from gc2po.episodes import episode_end_positions, segment_completions
 from gc2po.methods import METHODS, RolloutBatch, get_method
 
@@ -240,6 +241,18 @@ class GC2POTrainer(GRPOTrainer):
         out = self._rollout_output
         return out["prompt_ids"][row][out["prompt_mask"][row].bool()].tolist()
 
+    def _completion_ids(self, row: int) -> list[int]:
+        out = self._rollout_output
+        return out["completion_ids"][row][out["completion_mask"][row].bool()].tolist()
+
+    def _left_pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Token lists -> left-padded ids and attention mask [N, max length] on the device."""
+        pad, width = self.processing_class.pad_token_id, max(len(s) for s in sequences)
+        ids = [[pad] * (width - len(s)) + s for s in sequences]
+        attention = [[0] * (width - len(s)) + [1] * len(s) for s in sequences]
+        device = self.accelerator.device
+        return torch.tensor(ids, device=device), torch.tensor(attention, device=device)
+
     @torch.no_grad()
     def generate_continuations(self, contexts: list[list[int]], num: int, max_new_tokens: int) -> list[list[int]]:
         """``num`` sampled continuations of each token context (the rollout policy, training
@@ -250,10 +263,8 @@ class GC2POTrainer(GRPOTrainer):
         chunk = max(1, self.args.per_device_train_batch_size)
         jobs = [c for c in contexts for _ in range(num)]
         for lo in range(0, len(jobs), chunk):
-            batch = jobs[lo:lo + chunk]
-            width = max(len(c) for c in batch)
-            ids = torch.tensor([[pad] * (width - len(c)) + c for c in batch], device=self.accelerator.device)
-            attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in batch], device=self.accelerator.device)
+            ids, attention = self._left_pad(jobs[lo:lo + chunk])
+            width = ids.shape[1]
             generated = model.generate(input_ids=ids, attention_mask=attention, max_new_tokens=max_new_tokens, do_sample=True,
                                        temperature=self.temperature, top_p=1.0, top_k=0, pad_token_id=pad,
                                        eos_token_id=self.processing_class.eos_token_id)[:, width:]
@@ -269,31 +280,30 @@ class GC2POTrainer(GRPOTrainer):
                                       completion_ids=None, **columns)
         return torch.tensor([0.0 if v is None else float(v) for v in values])
 
-    def forced_answer_success(self, rows: list[int], prefix_ends: list[int], num: int) -> torch.Tensor:
-        """MRT's meta-prover: mean outcome of ``num`` forced answers after each completion prefix
-        (completion tokens up to ``prefix_end`` inclusive; -1 = no prefix)."""
-        force = self.processing_class(self.args.force_answer_text, add_special_tokens=False)["input_ids"]
+    def _continue_prefixes(self, rows: list[int], prefix_ends: list[int], suffix: list[int], num: int,
+                           max_new_tokens: int) -> tuple[list[list[int]], torch.Tensor]:
+        """Sample ``num`` continuations of each completion prefix (completion tokens up to
+        ``prefix_end`` inclusive, -1 = none) followed by ``suffix``; returns the continuations
+        (``num`` consecutive per prefix) and the outcome of prefix + suffix + continuation."""
         completions = self._rollout_output["completion_ids"]
-        prefixes = [completions[r, :end + 1].tolist() for r, end in zip(rows, prefix_ends)]
-        answers = self.generate_continuations([self._prompt_ids(r) + p + force for r, p in zip(rows, prefixes)],
-                                              num, self.args.mrt_answer_tokens)
+        prefixes = [completions[r, :end + 1].tolist() + suffix for r, end in zip(rows, prefix_ends)]
+        continuations = self.generate_continuations([self._prompt_ids(r) + p for r, p in zip(rows, prefixes)], num,
+                                                    max_new_tokens)
         decode = self.processing_class.decode
-        texts = [decode(prefixes[i // num] + force + a, skip_special_tokens=True) for i, a in enumerate(answers)]
-        outcome = self._outcome([rows[i // num] for i in range(len(answers))], texts)
+        texts = [decode(prefixes[i // num] + c, skip_special_tokens=True) for i, c in enumerate(continuations)]
+        return continuations, self._outcome([rows[i // num] for i in range(len(texts))], texts)
+
+    def forced_answer_success(self, rows: list[int], prefix_ends: list[int], num: int) -> torch.Tensor:
+        """MRT's meta-prover: mean outcome of ``num`` forced answers after each completion prefix."""
+        force = self.processing_class(self.args.force_answer_text, add_special_tokens=False)["input_ids"]
+        _, outcome = self._continue_prefixes(rows, prefix_ends, force, num, self.args.mrt_answer_tokens)
         return outcome.view(-1, num).mean(-1)
 
     def branch_outcomes(self, rows: list[int], prefix_ends: list[int], num: int) -> list[list[tuple[bool, int]]]:
         """ReST-MCTS*: ``num`` continuations of each completion prefix, each as (verified
         correct, number of steps it adds)."""
-        from gc2po.core.segment import segment_episodes
-
-        completions = self._rollout_output["completion_ids"]
-        prefixes = [completions[r, :end + 1].tolist() for r, end in zip(rows, prefix_ends)]
-        continuations = self.generate_continuations([self._prompt_ids(r) + p for r, p in zip(rows, prefixes)], num,
-                                                    self.args.max_completion_length)
+        continuations, outcome = self._continue_prefixes(rows, prefix_ends, [], num, self.args.max_completion_length)
         decode = self.processing_class.decode
-        texts = [decode(prefixes[i // num] + c, skip_special_tokens=True) for i, c in enumerate(continuations)]
-        outcome = self._outcome([rows[i // num] for i in range(len(texts))], texts)
         steps = [len(segment_episodes(decode(c, skip_special_tokens=True))) for c in continuations]
         results = [(bool(o > 0.5), n) for o, n in zip(outcome.tolist(), steps)]
         return [results[i * num:(i + 1) * num] for i in range(len(rows))]
@@ -323,8 +333,8 @@ class GC2POTrainer(GRPOTrainer):
     def gcpo_contexts(self, rows: list[int], max_new_tokens: int) -> tuple[list[list[int]], list[list[int]]]:
         """GCPO's counterfactual contexts for one group: prompt + candidates but o_i + integrated
         output y_n (and the alternative y_n')."""
-        out, tok = self._rollout_output, self.processing_class
-        candidates = [out["completion_ids"][r][out["completion_mask"][r].bool()].tolist() for r in rows]
+        tok = self.processing_class
+        candidates = [self._completion_ids(r) for r in rows]
         separator = tok("\n\n", add_special_tokens=False)["input_ids"]
         prompt = self._prompt_ids(rows[0])
 
@@ -343,10 +353,8 @@ class GC2POTrainer(GRPOTrainer):
         """Final-norm states at the last token, and log-probs of tokens from ``score_from`` on."""
         model = self.accelerator.unwrap_model(self.model)
         backbone = getattr(model, model.base_model_prefix)
-        pad = self.processing_class.pad_token_id
-        width = max(len(s) for s in sequences)
-        ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences], device=self.accelerator.device)
-        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=self.accelerator.device)
+        ids, attention = self._left_pad(sequences)
+        width = ids.shape[1]
         hidden = backbone(input_ids=ids, attention_mask=attention).last_hidden_state
         logps = []
         for row, (seq, start) in enumerate(zip(sequences, score_from)):
@@ -364,7 +372,7 @@ class GC2POTrainer(GRPOTrainer):
     def completion_logps_given(self, rows: list[int], contexts: list[list[int]]) -> torch.Tensor:
         """Log-probs of each completion's tokens [R, T] when it follows ``contexts`` instead of its prompt."""
         out = self._rollout_output
-        completions = [out["completion_ids"][r][out["completion_mask"][r].bool()].tolist() for r in rows]
+        completions = [self._completion_ids(r) for r in rows]
         _, logps = self._states_and_logps([c + y for c, y in zip(contexts, completions)], [len(c) for c in contexts])
         result = torch.zeros(len(rows), out["completion_ids"].shape[1], device=out["completion_ids"].device)
         for i, values in enumerate(logps):
