@@ -1,4 +1,5 @@
-"""Episodes of generated completions: token -> episode ids and episode-end states.
+"""Episodes of generated completions: token -> episode ids, episode-end positions, and the
+final-norm hidden states at those positions captured during a forward pass that runs anyway.
 
 Shared by the trainer and the reward audit; built on the pure functions of ``gc2po.core``.
 """
@@ -39,12 +40,69 @@ def segment_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Ten
 
 
 def episode_end_positions(episode_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Last token of every (row, episode) that owns a token.
+    """Last token of every (row, episode) that owns a token, ordered by row then episode.
 
     episode_ids [B, T] -> (rows [E], slots [E], positions [E], Lmax)."""
     num_slots = max(1, int(episode_ids.max()) + 1) if episode_ids.numel() else 1
     positions = torch.arange(episode_ids.shape[1], device=episode_ids.device).expand_as(episode_ids)
     last = torch.full((episode_ids.shape[0], num_slots), -1, dtype=torch.long, device=episode_ids.device)
-    last.scatter_reduce_(1, episode_ids.clamp(min=0), torch.where(episode_ids >= 0, positions, -1), reduce="amax")
+    last.scatter_reduce_(1, episode_ids.long().clamp(min=0), torch.where(episode_ids >= 0, positions, -1), reduce="amax")
     rows, slots = (last >= 0).nonzero(as_tuple=True)
     return rows, slots, last[rows, slots], num_slots
+
+
+@dataclass
+class EpisodeStates:
+    """Final-norm hidden states u [E, d] at the last token of every episode (rows, slots,
+    positions [E], ordered by row then episode; ``num_slots`` = Lmax)."""
+
+    rows: torch.Tensor
+    slots: torch.Tensor
+    positions: torch.Tensor
+    num_slots: int
+    u: torch.Tensor
+
+    def table(self, values: torch.Tensor, num_rows: int) -> torch.Tensor:
+        """Per-episode values [E] -> [num_rows, Lmax] (0 where a row has no such episode)."""
+        out = torch.zeros(num_rows, self.num_slots, dtype=values.dtype, device=values.device)
+        out[self.rows.to(values.device), self.slots.to(values.device)] = values
+        return out
+
+    def final_states(self, rows: list[int]) -> torch.Tensor:
+        """The state at each row's last episode end (= its last completion token) [R, d]."""
+        last = {}
+        for index, row in enumerate(self.rows.tolist()):
+            last[row] = index  # rows are ordered, so the last index of a row is its last episode
+        return self.u[[last[r] for r in rows]].float()
+
+
+class StateCapture:
+    """A forward hook for the backbone (``model.model``) that keeps the final-norm hidden states
+    at given completion positions, chunk by chunk, during a forward pass over left-padded
+    prompts + right-padded completions (the layout TRL's log-prob passes use).
+
+    rows, positions [E]: completion-token coordinates of the wanted states; ``completion_width``:
+    the number of completion columns at the end of each sequence.
+    """
+
+    def __init__(self, rows: torch.Tensor, positions: torch.Tensor, completion_width: int):
+        self.rows, self.positions, self.completion_width = rows, positions, completion_width
+        self.next_row = 0
+        self.parts: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def __call__(self, module, args, output):
+        hidden = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
+        chunk, width = hidden.shape[:2]
+        rows = self.rows.to(hidden.device)
+        here = (rows >= self.next_row) & (rows < self.next_row + chunk)
+        index = here.nonzero(as_tuple=True)[0]
+        columns = width - self.completion_width + self.positions.to(hidden.device)[index]
+        self.parts.append((index, hidden[rows[index] - self.next_row, columns].detach()))
+        self.next_row += chunk
+
+    def states(self, hidden_size: int, dtype: torch.dtype, device) -> torch.Tensor:
+        """The captured states [E, d] in the order of ``rows``."""
+        out = torch.zeros(len(self.rows), hidden_size, dtype=dtype, device=device)
+        for index, values in self.parts:
+            out[index.to(device)] = values.to(dtype=dtype, device=device)
+        return out

@@ -1,414 +1,361 @@
-"""The only module importing trl: ``GC2POConfig`` and ``GC2POTrainer``.
+"""``GC2POTrainer``: TRL's ``GRPOTrainer`` with the advantages of a ``gc2po.methods`` entry.
 
-``GC2POTrainer`` keeps TRL's generation, reward calls, reference model and clipped loss, and
-replaces the advantages with those of the selected method (``gc2po.methods``). For methods that
-need episodes it runs **one** no-grad forward pass of the sampling policy that yields both the
-per-token log-probs (used as old log-probs) and the final-norm hidden states at each episode's
-last token, then calls ``gc2po.core`` for the counterfactual reward and token advantages.
+TRL keeps generation, reward calls, the reference model and the clipped loss. What GC2PO needs
+beyond GRPO (old log-probs for the surprise weights, final-norm states at episode ends) is taken
+from forward passes that run anyway: on-policy, from the loss forward itself (advantages are
+computed inside it, so GC2PO adds no pass over TRL's GRPO); when TRL computes old log-probs (vLLM
+importance sampling, several iterations per batch), from that pass.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import dataclass, field
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import TrainerCallback
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOTrainer
+from trl.models.utils import unwrap_model_for_generation
 
-from gc2po.core.counterfactual import (
-    PERTURBATIONS,
-    build_perturbation,
-    counterfactual_reward,
-    spec_from_fields,
-)
-from gc2po.core.segment import segment_episodes
-from gc2po.episodes import episode_end_positions, segment_completions
-from gc2po.methods import METHODS, RolloutBatch, get_method
+from gc2po.config import GC2POConfig
+from gc2po.core.counterfactual import counterfactual_reward
+from gc2po.episodes import EpisodeStates, StateCapture, episode_end_positions, segment_completions
+from gc2po.methods import RolloutBatch, get_method
+from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
+from gc2po.step_guard import NonFiniteStepGuard
 
-
-@dataclass
-class GC2POConfig(GRPOConfig):
-    """GRPOConfig plus GC2PO's hyper-parameters (paper defaults; SPEC 2 where the paper is silent)."""
-
-    method: str = field(default="gc2po", metadata={"help": f"Training method, one of {sorted(METHODS)}."})
-    lambda_cf: float = field(default=0.8, metadata={"help": "Weight of R_cf in the episodic score S (paper: 0.8)."})
-    lambda_exp: float = field(default=0.9, metadata={"help": "Weight of S_exp in R_cf (paper: 0.9)."})
-    lambda_sta: float = field(default=1.0, metadata={"help": "Weight of S_sta in R_cf (1; 0 for the w/o S_sta ablation)."})
-    cf_tau: float = field(default=0.1, metadata={"help": "Temperature tau of the stability term."})
-    cf_eps_u: float = field(default=1e-6, metadata={"help": "eps_u in the expressiveness term's denominator."})
-    num_perturbations: int = field(default=8, metadata={"help": "Monte Carlo samples M of perturbed states."})
-    perturbation: str = field(default="dropout,gaussian", metadata={
-        "help": f"Comma-separated perturbation operators applied in order, from {sorted(PERTURBATIONS)}."})
-    perturbation_p: float = field(default=0.1, metadata={"help": "Dropout probability of the dropout operator."})
-    perturbation_sigma: float = field(default=0.1, metadata={"help": "Relative noise scale of the gaussian operator."})
-    perturbation_alpha: float = field(default=0.3, metadata={"help": "Mixing weight of the group_mix operator."})
-    answer_space: str = field(default="topk", metadata={"help": "'topk' or 'vocab': support of q(.|u)."})
-    answer_topk: int = field(default=64, metadata={"help": "k of the top-k answer space."})
-    max_episodes: int = field(default=32, metadata={"help": "Episodes past this merge into the last one."})
-    trunc_frac: float = field(default=0.05, metadata={"help": "Fraction of token rewards dropped at each tail."})
-    adv_clip: float = field(default=10.0, metadata={"help": "Token advantages are clamped to [-adv_clip, adv_clip]."})
-    episode_weight_norm: str = field(default="sum", metadata={
-        "help": "'sum' (paper: surprise weights sum to 1 per episode) or 'mean' (average 1)."})
-    length_penalty_alpha: float = field(default=0.1, metadata={"help": "alpha of the length-penalty baseline."})
-    gvpo_beta: float = field(default=0.1, metadata={"help": "beta of GVPO's implicit reward (authors' default 0.1)."})
-    mrt_alpha: float = field(default=1.0, metadata={"help": "Weight alpha of MRT's progress rewards."})
-    mrt_num_stops: int = field(default=4, metadata={"help": "Forced-answer samples per episode boundary (MRT)."})
-    mrt_max_episodes: int = field(default=6, metadata={"help": "Episodes per completion for MRT (later ones merge)."})
-    mrt_answer_tokens: int = field(default=16, metadata={"help": "Tokens generated for a forced answer (MRT)."})
-    rest_branches: int = field(default=3, metadata={"help": "Continuations per branch point (ReST-MCTS*-lite)."})
-    rest_min_value: float = field(default=0.2, metadata={"help": "Minimum predicted step value to clone a rollout."})
-    rest_value_lr: float = field(default=1e-3, metadata={"help": "Learning rate of the ReST-MCTS* value head."})
-    gcpo_alpha: float = field(default=2.0, metadata={"help": "alpha of GCPO's causal weight (paper: 2)."})
-    force_answer_text: str = field(default="\n\nTime is up. The final answer is \\boxed{", metadata={
-        "help": "Appended to a truncated trajectory to force a final answer (MRT's meta-prover)."})
-    compute_old_logps: bool = field(default=True, metadata={
-        "help": "Always compute old log-probs in one extra no-grad pass (gives the sampling-ratio metric for "
-                "every method; GC2PO needs the pass anyway)."})
-    metrics_path: str | None = field(default=None, metadata={"help": "JSONL file that receives every logged step."})
-
-    def __post_init__(self):
-        method = get_method(self.method)  # fails with the valid names
-        for key, value in method.fixed.items():
-            setattr(self, key, value)
-        for key in ("lambda_cf", "lambda_exp", "lambda_sta"):
-            value = getattr(self, key)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{key} must be in [0, 1], got {value!r}")
-        if not self.cf_tau > 0:
-            raise ValueError(f"cf_tau must be > 0, got {self.cf_tau!r}")
-        if self.num_perturbations < 1:
-            raise ValueError(f"num_perturbations must be >= 1, got {self.num_perturbations!r}")
-        if self.answer_space not in ("topk", "vocab"):
-            raise ValueError(f"answer_space must be 'topk' or 'vocab', got {self.answer_space!r}")
-        if self.episode_weight_norm not in ("sum", "mean"):
-            raise ValueError(f"episode_weight_norm must be 'sum' or 'mean', got {self.episode_weight_norm!r}")
-        if not 0 <= self.trunc_frac < 0.5:
-            raise ValueError(f"trunc_frac must be in [0, 0.5), got {self.trunc_frac!r}")
-        if self.num_generations is not None and self.num_generations < 2:
-            raise ValueError(f"num_generations must be >= 2 (a group needs K >= 2), got {self.num_generations}")
-        build_perturbation(self.perturbation_spec())
-        self.loss_type = method.loss_type
-        super().__post_init__()
-        if method.loss is not None and not self.compute_old_logps:
-            raise ValueError(f"method {self.method!r} needs old log-probs: compute_old_logps must be true")
-        if method.loss is not None and self.steps_per_generation != 1:
-            raise ValueError(f"method {self.method!r} needs whole groups in one loss computation: "
-                             f"steps_per_generation must be 1, got {self.steps_per_generation}")
-
-    def perturbation_spec(self) -> list[dict]:
-        return spec_from_fields(self.perturbation, p=self.perturbation_p, sigma=self.perturbation_sigma,
-                                alpha=self.perturbation_alpha)
+__all__ = ["GC2POConfig", "GC2POTrainer"]
 
 
 class JsonlMetricsCallback(TrainerCallback):
-    """Appends every log record (with step and wall-clock step time) to a JSONL file."""
+    """Writes every log record (with its step) to a JSONL file, on rank 0. A fresh run starts the
+    file anew; a resumed run keeps the records up to its checkpoint's step, so runs never mix."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._step_start = None
-        self._step_times: list[float] = []
-
-    def on_step_begin(self, args, state, control, **kwargs):
-        self._step_start = time.perf_counter()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self._step_start is not None:
-            self._step_times.append(time.perf_counter() - self._step_start)
+        kept = []
+        if state.global_step > 0 and self.path.exists():
+            kept = [line for line in self.path.read_text().splitlines()
+                    if line.strip() and json.loads(line).get("step", 0) <= state.global_step]
+        self.path.write_text("".join(line + "\n" for line in kept))
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not state.is_world_process_zero or not logs:
-            return
-        record = {"step": state.global_step, **logs}
-        if self._step_times:
-            record["step_time"] = sum(self._step_times) / len(self._step_times)
-            self._step_times = []
-        with self.path.open("a") as handle:
-            handle.write(json.dumps(record) + "\n")
+        if state.is_world_process_zero and logs:
+            with self.path.open("a") as handle:
+                handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+
+@dataclass
+class _Capture:
+    """A request to keep episode-end states during the next policy pass (see
+    ``_get_per_token_logps_and_entropies``); filled in by that pass."""
+
+    episode_ids: torch.Tensor | None = None  # known in the loss pass; segmented from the ids otherwise
+    inputs: dict | None = None  # the loss micro-batch whose advantages the pass computes
+    done: bool = False
+    states: EpisodeStates | None = None
+    logps: torch.Tensor | None = None
 
 
 class GC2POTrainer(GRPOTrainer):
-    """GRPOTrainer whose advantages come from the configured ``gc2po.methods`` entry."""
+    """GRPOTrainer whose advantages come from the configured ``gc2po.methods`` entry.
+
+    Overridden TRL/transformers methods, and why:
+
+    - ``_calculate_rewards``: keep TRL's per-function rewards, to combine them as TRL does
+      (weighted sum; a completion no function scored stays NaN and gets advantage 0).
+    - ``_generate_and_score_completions``: replace TRL's GRPO advantages by the method's, or
+      prepare their computation in the loss forward (GC2PO on-policy).
+    - ``_get_per_token_logps_and_entropies``: capture final-norm states at episode ends in a pass
+      that runs anyway, and compute deferred advantages inside the loss forward.
+    - ``_compute_loss``: methods with their own loss (GVPO); the sampling-ratio metric.
+    - ``training_step``, ``_clip_grad_norm``, ``_get_grad_norm``: skip a step whose loss or
+      gradient is not finite (``gc2po.step_guard``).
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.method = get_method(self.args.method)
+        self.step_guard = NonFiniteStepGuard(self.args.max_consecutive_skipped_steps)
+        self.value_head = ValueHead(self.args.rest_value_lr, lambda t: self.accelerator.reduce(t, "mean"))
+        self._capture: _Capture | None = None
+        self._warned_pad_in_prompt = False
         if self.args.metrics_path:
             self.add_callback(JsonlMetricsCallback(self.args.metrics_path))
 
-    # -- rewards: keep the gathered outcome rewards for the method ------------------------
+    # -- rewards and advantages at generation time --------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._rewards_per_func = rewards_per_func
-        return rewards_per_func
+        self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        return self._rewards_per_func
 
-    # -- advantages -------------------------------------------------------------------------
     def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
-        completion_mask = output["completion_mask"]
+        method, args = self.method, self.args
+        self.step_guard.note_prompts(x.get("id", "?") for x in inputs)
+        want_states = method.needs_rollout_states or (method.needs_cf and not args.advantages_in_loss_forward)
+        if want_states and args.trl_computes_old_logps:
+            self._capture = _Capture()  # TRL's own old-log-prob pass keeps the states
+        output = super()._generate_and_score_completions(inputs)
+        capture, self._capture = self._capture, None
+        self._warn_if_prompts_hold_pad(output)
+
+        mask = output["completion_mask"].bool()
+        rows = mask.shape[0]
         weights = self.reward_weights.to(self._rewards_per_func.device)
-        rewards_all = torch.nan_to_num((self._rewards_per_func * weights).nansum(dim=1), nan=0.0)
-        local_n = completion_mask.shape[0]
-        start = self.accelerator.process_index * local_n
-        batch = RolloutBatch(
-            rewards_all=rewards_all,
-            lengths_all=self.accelerator.gather(completion_mask.sum(1)),
-            group_size=self.num_generations if mode == "train" else self.num_generations_eval,
-            local=slice(start, start + local_n),
-            completion_mask=completion_mask,
-            gather=self.accelerator.gather,
-            services=self,
-        )
-        self._rollout_inputs, self._rollout_output = inputs, output
-        if self.method.needs_episodes or self.method.needs_states or self.args.compute_old_logps:
-            old_logps, states = self._sampling_policy_pass(output, want_states=self.method.needs_states)
-            output["old_per_token_logps"] = old_logps
-            batch.old_logps = old_logps
-            self._rollout_states = states
-            if self.method.needs_episodes:
-                self._score_episodes(output, batch, states, mode)
-        advantages, metrics = self.method.advantages(batch, self.args)
-        self._last_rollout = batch  # kept for inspection and tests
-        output["advantages"] = advantages.to(completion_mask.device)
+        rewards = (self._rewards_per_func * weights).nansum(1)
+        rewards[torch.isnan(self._rewards_per_func).all(1)] = torch.nan  # no function scored it
+        start = self.accelerator.process_index * rows
+        batch = RolloutBatch(rewards=rewards[start:start + rows].to(mask.device),
+                             row_index=torch.arange(start, start + rows, device=mask.device),
+                             group_size=self.num_generations if mode == "train" else self.num_generations_eval,
+                             completion_mask=mask, gather=self.accelerator.gather)
+
+        if (want_states or method.needs_old_logps or args.sampling_ratio_pass) and capture is None:
+            capture = _Capture()
+            output["old_per_token_logps"] = self._sampling_policy_pass(output, capture)
+        if capture is not None:
+            batch.old_logps, batch.states = capture.logps, capture.states
+            batch.episode_ids = capture.episode_ids
+        elif method.needs_episodes:
+            batch.episode_ids = self._segment(output["completion_ids"], mask)
+        if batch.episode_ids is not None:
+            self._record_episode_metrics(mask, mode)
+
+        output["gc2po_row_index"] = batch.row_index  # travels with each row through TRL's shuffle
+        if method.needs_cf and args.advantages_in_loss_forward:
+            # on-policy GC2PO: advantages are computed inside the loss forward (see class docstring)
+            output.update(gc2po_rewards=batch.rewards, gc2po_episode_ids=batch.episode_ids,
+                          advantages=torch.zeros_like(mask, dtype=torch.float32))
+            return output
+        if method.needs_cf:
+            batch.r_cf = self._counterfactual_table(batch, mode)
+        if method.needs_rollout_states or (method.needs_episodes and not method.needs_cf):
+            batch.services = self._services(inputs, output)
+        advantages, metrics = method.advantages(batch, args)
+        if batch.services is not None and hasattr(batch.services, "value_loss"):
+            metrics["rest/value_loss"] = batch.services.value_loss
+        self._record(metrics, mode)
+        output["advantages"] = advantages.to(mask.device)
         output.update(batch.extras)
-        for name, value in metrics.items():
-            self._metrics[mode][name].append(value)
         return output
 
     @torch.no_grad()
-    def _sampling_policy_pass(self, output, want_states: bool):
-        """One forward pass of the sampling policy through TRL's own fused log-prob path (no
-        [B, T, V] logits; the same numerics as the loss), with a forward hook on the backbone
-        that keeps the final-norm hidden states of the completion when wanted.
-        Returns (log-probs [B, C], hidden states [B, C, d] or None)."""
-        model = self.accelerator.unwrap_model(self.model)
-        prompt_ids, completion_ids = output["prompt_ids"], output["completion_ids"]
-        input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
-        attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
-        prompt_len = prompt_ids.shape[1]
-        states: list[torch.Tensor] = []
-
-        def keep_states(module, args, result):
-            states.append(result.last_hidden_state[:, prompt_len:].detach())
-
-        backbone = getattr(model, model.base_model_prefix)
-        handle = backbone.register_forward_hook(keep_states) if want_states else None
+    def _sampling_policy_pass(self, output, capture: _Capture) -> torch.Tensor:
+        """One no-grad pass of the sampling policy through TRL's fused log-prob path (the loss's
+        numerics), keeping episode-end states: old log-probs [B, C]."""
+        ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        self._capture = capture
         try:
             logps, _, _ = self._get_per_token_logps_and_entropies(
-                self.model, input_ids, attention_mask, completion_ids.shape[1],
+                self.model, ids, attention, output["completion_ids"].shape[1],
                 batch_size=self.args.per_device_train_batch_size)
         finally:
-            if handle is not None:
-                handle.remove()
-        return logps, (torch.cat(states) if want_states else None)
+            self._capture = None
+        return logps
 
-    def _score_episodes(self, output, batch: RolloutBatch, states: torch.Tensor, mode: str):
-        """Segment completions, gather episode-end states, compute S_sta and S_exp per episode."""
-        args = self.args
-        completion_ids, mask = output["completion_ids"], output["completion_mask"].bool()
-        device = completion_ids.device
-        max_episodes = getattr(args, self.method.max_episodes_field)
-        episodes = segment_completions(self.processing_class, completion_ids, mask, max_episodes)
-        rows, slots, positions, num_slots = episode_end_positions(episodes.episode_ids)
-        s_sta = torch.zeros(completion_ids.shape[0], num_slots, device=device)
-        s_exp = torch.zeros_like(s_sta)
-        if rows.numel() and self.method.needs_cf:
-            lm_head = self.accelerator.unwrap_model(self.model).get_output_embeddings()
-            cf = counterfactual_reward(
-                states[rows, positions].float(), lm_head.weight, perturbation=args.perturbation_spec(),
-                num_samples=args.num_perturbations, tau=args.cf_tau, lambda_exp=args.lambda_exp, eps_u=args.cf_eps_u,
-                answer_space=args.answer_space, topk=args.answer_topk, temperature=self.temperature,
-                lm_head_bias=lm_head.bias, generator=self._generator_for(device),
-                group_index=(rows + batch.local.start) // batch.group_size,
-            )
-            s_sta[rows, slots], s_exp[rows, slots] = cf.s_sta.to(device), cf.s_exp.to(device)
-            r_cf = args.lambda_sta * cf.s_sta + args.lambda_exp * cf.s_exp
-            self._metrics[mode]["gc2po/s_sta"].append(cf.s_sta.mean().item())
-            self._metrics[mode]["gc2po/s_exp"].append(cf.s_exp.mean().item())
-            self._metrics[mode]["gc2po/r_cf"].append(r_cf.mean().item())
-        batch.episode_ids, batch.s_sta, batch.s_exp = episodes.episode_ids, s_sta, s_exp
-        counts = episodes.num_episodes
-        self._metrics[mode]["segmentation/fallback_rate"].append(sum(episodes.used_fallback) / len(counts))
-        self._metrics[mode]["episodes/mean_count"].append(sum(counts) / len(counts))
-        self._metrics[mode]["episodes/mean_tokens"].append(mask.sum().item() / max(1, sum(counts)))
-
-    # -- services for methods that generate or score more (MRT, GCPO) --------------------------
-    def _prompt_ids(self, row: int) -> list[int]:
-        out = self._rollout_output
-        return out["prompt_ids"][row][out["prompt_mask"][row].bool()].tolist()
-
-    def _completion_ids(self, row: int) -> list[int]:
-        out = self._rollout_output
-        return out["completion_ids"][row][out["completion_mask"][row].bool()].tolist()
-
-    def _left_pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Token lists -> left-padded ids and attention mask [N, max length] on the device."""
-        pad, width = self.processing_class.pad_token_id, max(len(s) for s in sequences)
-        ids = [[pad] * (width - len(s)) + s for s in sequences]
-        attention = [[0] * (width - len(s)) + [1] * len(s) for s in sequences]
-        device = self.accelerator.device
-        return torch.tensor(ids, device=device), torch.tensor(attention, device=device)
-
-    @torch.no_grad()
-    def generate_continuations(self, contexts: list[list[int]], num: int, max_new_tokens: int) -> list[list[int]]:
-        """``num`` sampled continuations of each token context (the rollout policy, training
-        temperature); returns the continuations' ids, ``num`` consecutive entries per context."""
-        model = self.accelerator.unwrap_model(self.model)
-        pad = self.processing_class.pad_token_id
-        out: list[list[int]] = []
-        chunk = max(1, self.args.per_device_train_batch_size)
-        jobs = [c for c in contexts for _ in range(num)]
-        for lo in range(0, len(jobs), chunk):
-            ids, attention = self._left_pad(jobs[lo:lo + chunk])
-            width = ids.shape[1]
-            generated = model.generate(input_ids=ids, attention_mask=attention, max_new_tokens=max_new_tokens, do_sample=True,
-                                       temperature=self.temperature, top_p=1.0, top_k=0, pad_token_id=pad,
-                                       eos_token_id=self.processing_class.eos_token_id)[:, width:]
-            out.extend(row.tolist() for row in generated)
-        return out
-
-    def _outcome(self, rows: list[int], texts: list[str]) -> torch.Tensor:
-        """The outcome reward (the first reward function) of ``texts`` as completions of ``rows``."""
-        inputs = [self._rollout_inputs[r] for r in rows]
-        columns = {k: [x[k] for x in inputs] for k in inputs[0] if k not in ("prompt", "completion", "completion_ids")}
-        completions = [[{"role": "assistant", "content": t}] for t in texts]
-        values = self.reward_funcs[0](prompts=[x["prompt"] for x in inputs], completions=completions,
-                                      completion_ids=None, **columns)
-        return torch.tensor([0.0 if v is None else float(v) for v in values])
-
-    def _continue_prefixes(self, rows: list[int], prefix_ends: list[int], suffix: list[int], num: int,
-                           max_new_tokens: int) -> tuple[list[list[int]], torch.Tensor]:
-        """Sample ``num`` continuations of each completion prefix (completion tokens up to
-        ``prefix_end`` inclusive, -1 = none) followed by ``suffix``; returns the continuations
-        (``num`` consecutive per prefix) and the outcome of prefix + suffix + continuation."""
-        completions = self._rollout_output["completion_ids"]
-        prefixes = [completions[r, :end + 1].tolist() + suffix for r, end in zip(rows, prefix_ends)]
-        continuations = self.generate_continuations([self._prompt_ids(r) + p for r, p in zip(rows, prefixes)], num,
-                                                    max_new_tokens)
-        decode = self.processing_class.decode
-        texts = [decode(prefixes[i // num] + c, skip_special_tokens=True) for i, c in enumerate(continuations)]
-        return continuations, self._outcome([rows[i // num] for i in range(len(texts))], texts)
-
-    def forced_answer_success(self, rows: list[int], prefix_ends: list[int], num: int) -> torch.Tensor:
-        """MRT's meta-prover: mean outcome of ``num`` forced answers after each completion prefix."""
-        force = self.processing_class(self.args.force_answer_text, add_special_tokens=False)["input_ids"]
-        _, outcome = self._continue_prefixes(rows, prefix_ends, force, num, self.args.mrt_answer_tokens)
-        return outcome.view(-1, num).mean(-1)
-
-    def branch_outcomes(self, rows: list[int], prefix_ends: list[int], num: int) -> list[list[tuple[bool, int]]]:
-        """ReST-MCTS*: ``num`` continuations of each completion prefix, each as (verified
-        correct, number of steps it adds)."""
-        continuations, outcome = self._continue_prefixes(rows, prefix_ends, [], num, self.args.max_completion_length)
-        decode = self.processing_class.decode
-        steps = [len(segment_episodes(decode(c, skip_special_tokens=True))) for c in continuations]
-        results = [(bool(o > 0.5), n) for o, n in zip(outcome.tolist(), steps)]
-        return [results[i * num:(i + 1) * num] for i in range(len(rows))]
-
-    def fit_value_head(self, rows: list[int], positions: list[int], targets: torch.Tensor) -> torch.Tensor:
-        """One MSE step of the value head on (step states, targets); returns its predictions
-        for the same states (after the step) [N]."""
-        states = self._rollout_states[rows, positions].float().detach()
-        if not hasattr(self, "value_head"):
-            self.value_head = torch.nn.Linear(states.shape[-1], 1).to(states.device)
-            self._value_optimizer = torch.optim.Adam(self.value_head.parameters(), lr=self.args.rest_value_lr)
-        targets = targets.to(states.device)
-        with torch.enable_grad():
-            loss = torch.nn.functional.mse_loss(self.value_head(states).squeeze(-1), targets)
-            self._value_optimizer.zero_grad()
-            loss.backward()
-            self._value_optimizer.step()
-        self._metrics["train"]["rest/value_loss"].append(loss.item())
-        with torch.no_grad():
-            return self.value_head(states).squeeze(-1).cpu()
-
-    def final_states(self, rows: list[int]) -> torch.Tensor:
-        """Final-norm hidden state at the last token of each completion in ``rows`` [R, d]."""
-        lengths = self._rollout_output["completion_mask"][rows].sum(1).clamp(min=1) - 1
-        return self._rollout_states[rows, lengths].float()
-
-    def gcpo_contexts(self, rows: list[int], max_new_tokens: int) -> tuple[list[list[int]], list[list[int]]]:
-        """GCPO's counterfactual contexts for one group: prompt + candidates but o_i + integrated
-        output y_n (and the alternative y_n')."""
-        tok = self.processing_class
-        candidates = [self._completion_ids(r) for r in rows]
-        separator = tok("\n\n", add_special_tokens=False)["input_ids"]
-        prompt = self._prompt_ids(rows[0])
-
-        def joined(parts):
-            ids = []
-            for part in parts:
-                ids += part + separator
-            return ids
-
-        integrated = self.generate_continuations([prompt + joined(candidates)], 2, max_new_tokens)
-        contexts = [[prompt + joined(candidates[:i] + candidates[i + 1:] + [y]) for i in range(len(rows))] for y in integrated]
-        return contexts[0], contexts[1]
-
-    @torch.no_grad()
-    def _states_and_logps(self, sequences: list[list[int]], score_from: list[int]):
-        """Final-norm states at the last token, and log-probs of tokens from ``score_from`` on."""
-        model = self.accelerator.unwrap_model(self.model)
-        backbone = getattr(model, model.base_model_prefix)
-        ids, attention = self._left_pad(sequences)
-        width = ids.shape[1]
-        hidden = backbone(input_ids=ids, attention_mask=attention).last_hidden_state
-        logps = []
-        for row, (seq, start) in enumerate(zip(sequences, score_from)):
-            offset = width - len(seq)
-            logits = model.get_output_embeddings()(hidden[row, offset + start - 1: -1]).float() / self.temperature
-            logps.append(torch.log_softmax(logits, -1).gather(-1, ids[row, offset + start:].unsqueeze(-1)).squeeze(-1))
-        return hidden[:, -1].float(), logps
-
-    def sample_final_states(self, contexts: list[list[int]]) -> torch.Tensor:
-        """One sampled continuation per context; the final-norm state at its last token [N, d]."""
-        samples = self.generate_continuations(contexts, 1, self.args.max_completion_length)
-        states, _ = self._states_and_logps([c + s for c, s in zip(contexts, samples)], [len(c) for c in contexts])
-        return states
-
-    def completion_logps_given(self, rows: list[int], contexts: list[list[int]]) -> torch.Tensor:
-        """Log-probs of each completion's tokens [R, T] when it follows ``contexts`` instead of its prompt."""
-        out = self._rollout_output
-        completions = [self._completion_ids(r) for r in rows]
-        _, logps = self._states_and_logps([c + y for c, y in zip(contexts, completions)], [len(c) for c in contexts])
-        result = torch.zeros(len(rows), out["completion_ids"].shape[1], device=out["completion_ids"].device)
-        for i, values in enumerate(logps):
-            result[i, : len(values)] = values
+    # -- states from the passes that run anyway -----------------------------------------------
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        capture = self._capture
+        if capture is None or capture.done or (capture.inputs is None and model is not self.model):
+            result = super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
+                                                                 *args, **kwargs)
+            self._last_policy_logps = result[0].detach() if torch.is_grad_enabled() else None
+            return result
+        capture.done = True
+        if capture.episode_ids is None:
+            capture.episode_ids = self._segment(input_ids[:, -logits_to_keep:],
+                                                attention_mask[:, -logits_to_keep:].bool())
+        rows, slots, positions, num_slots = episode_end_positions(capture.episode_ids)
+        hook = StateCapture(rows, positions, logits_to_keep)
+        unwrapped = self.accelerator.unwrap_model(model)
+        handle = getattr(unwrapped, unwrapped.base_model_prefix).register_forward_hook(hook)
+        try:
+            result = super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
+                                                                 *args, **kwargs)
+        finally:
+            handle.remove()
+        capture.logps = result[0].detach()
+        capture.states = EpisodeStates(rows, slots, positions, num_slots,
+                                       hook.states(unwrapped.config.hidden_size, torch.float32, input_ids.device))
+        if capture.inputs is not None:
+            capture.inputs["advantages"] = self._advantages_in_loss_forward(capture)
         return result
 
-    def _generator_for(self, device: torch.device) -> torch.Generator:
-        """Perturbation RNG seeded from (seed, step, process): a resumed run draws the same noise."""
-        seed = (self.args.seed * 1_000_003 + self.state.global_step) * 64 + self.accelerator.process_index
+    def _advantages_in_loss_forward(self, capture: _Capture) -> torch.Tensor:
+        inputs, mode = capture.inputs, "train" if self.model.training else "eval"
+        batch = RolloutBatch(rewards=inputs["gc2po_rewards"], row_index=inputs["gc2po_row_index"],
+                             group_size=self.num_generations if mode == "train" else self.num_generations_eval,
+                             completion_mask=inputs["completion_mask"].bool(), gather=self.accelerator.gather,
+                             old_logps=capture.logps, episode_ids=capture.episode_ids, states=capture.states)
+        batch.r_cf = self._counterfactual_table(batch, mode)
+        advantages, metrics = self.method.advantages(batch, self.args)
+        self._record(metrics, mode)
+        return advantages
+
+    def _counterfactual_table(self, batch: RolloutBatch, mode: str) -> torch.Tensor:
+        """R_cf per (row, episode) [B, Lmax] from the captured states, with S_sta/S_exp metrics."""
+        args, states = self.args, batch.states
+        device = batch.completion_mask.device
+        # Every rank scores the episodes of the whole generation batch in generation-batch order with
+        # the same noise: the result depends neither on how rows are shuffled into micro-batches nor
+        # on how many processes share the batch, and group_mix sees siblings on other processes.
+        key = batch.row_index[states.rows] * 4096 + states.slots  # < 4096 episodes per completion
+        all_key, all_u = self._gather_rows(key, states.u)
+        order = all_key.argsort()
+        all_key, all_u = all_key[order], all_u[order]
+        with self._full_output_embeddings() as (weight, bias):
+            cf = counterfactual_reward(
+                all_u, weight, perturbation=args.perturbation_spec(), num_samples=args.num_perturbations,
+                tau=args.cf_tau, lambda_exp=args.lambda_exp, lambda_sta=args.lambda_sta, eps_u=args.cf_eps_u,
+                answer_space=args.answer_space, topk=args.answer_topk, temperature=self.temperature,
+                lm_head_bias=bias, generator=self._perturbation_generator(all_u.device),
+                group_index=torch.div(all_key, 4096 * batch.group_size, rounding_mode="floor"))
+        self._record({"gc2po/s_sta": cf.s_sta.mean().item(), "gc2po/s_exp": cf.s_exp.mean().item(),
+                      "gc2po/r_cf": cf.r_cf.mean().item()}, mode)
+        local = torch.searchsorted(all_key, key)  # this rank's episodes in the sorted batch
+        return states.table(cf.r_cf[local].to(device), batch.completion_mask.shape[0])
+
+    def _gather_rows(self, key: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Concatenate (key [E], values [E, d]) of every process (E may differ between them)."""
+        if self.accelerator.num_processes == 1:
+            return key, values
+        padded_key = self.accelerator.pad_across_processes(key, dim=0, pad_index=-1)
+        padded_values = self.accelerator.pad_across_processes(values, dim=0)
+        all_key, all_values = self.accelerator.gather(padded_key), self.accelerator.gather(padded_values)
+        keep = all_key >= 0
+        return all_key[keep], all_values[keep]
+
+    @contextmanager
+    def _full_output_embeddings(self):
+        """The LM head's weight [V, d] and bias, whole on this rank."""
+        head = self.accelerator.unwrap_model(self.model).get_output_embeddings()
+        yield head.weight, getattr(head, "bias", None)
+
+    def _perturbation_generator(self, device) -> torch.Generator:
+        """Seeded from (seed, optimizer step, micro-step), the same on every process: a resumed run
+        draws the same noise."""
+        micro = self._step % self.args.gradient_accumulation_steps
+        seed = (self.args.seed * 1_000_003 + self.state.global_step) * 1009 + micro
         return torch.Generator(device=device).manual_seed(seed)
 
-    # -- sampling-ratio metric (paper Fig. 3b) ---------------------------------------------
-    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
-        logps, entropies, aux = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        if torch.is_grad_enabled():
-            self._last_policy_logps = logps.detach()
-        return logps, entropies, aux
+    def _segment(self, completion_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        max_episodes = getattr(self.args, self.method.max_episodes_field)
+        self._last_segmentation = segment_completions(self.processing_class, completion_ids, mask, max_episodes)
+        return self._last_segmentation.episode_ids
 
+    def _record_episode_metrics(self, mask: torch.Tensor, mode: str):
+        """Formatting compliance (the paper's) and episode statistics of the last segmentation."""
+        seg = self._last_segmentation
+        rows = max(1, len(seg.num_episodes))
+        self._record({"segmentation/fallback_rate": sum(seg.used_fallback) / rows,
+                      "episodes/mean_count": sum(seg.num_episodes) / rows,
+                      "episodes/mean_tokens": mask.sum().item() / max(1, sum(seg.num_episodes))}, mode)
+
+    # -- extra generation and scoring (MRT, GCPO, ReST-MCTS*) ----------------------------------
+    def _services(self, inputs, output) -> RolloutServices:
+        def model_context():
+            return unwrap_model_for_generation(self.model_wrapped, self.accelerator,
+                                               gather_deepspeed3_params=self.args.ds3_gather_for_generation)
+
+        tok = self.processing_class
+        generate = (VLLMContinuations(self.vllm_generation) if self.use_vllm else
+                    HFContinuations(model_context, tok.pad_token_id, tok.eos_token_id, self.temperature,
+                                    self.args.per_device_train_batch_size, self.accelerator.device))
+
+        def outcome(rows: list[int], texts: list[str]) -> torch.Tensor:
+            chosen = [inputs[r] for r in rows]
+            columns = {k: [x[k] for x in chosen] for k in (chosen[0] if chosen else {}) if k not in ("prompt", "completion")}
+            values = self.reward_funcs[0](prompts=[x["prompt"] for x in chosen], completion_ids=None,
+                                          completions=[[{"role": "assistant", "content": t}] for t in texts], **columns)
+            return torch.tensor([0.0 if v is None else float(v) for v in values])
+
+        return RolloutServices(generate=generate, model_context=model_context, tokenizer=tok, outcome=outcome,
+                               rollout=output, gather=self.accelerator.gather, step=self.state.global_step,
+                               temperature=self.temperature, max_completion_length=self.args.max_completion_length,
+                               force_answer_text=self.args.force_answer_text, answer_tokens=self.args.mrt_answer_tokens,
+                               value_head=self.value_head)
+
+    # -- loss ----------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
-        if self.method.loss is not None:
-            input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
-            attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-            logps, _, _ = self._get_per_token_logps_and_entropies(model, input_ids, attention_mask,
-                                                                  inputs["completion_ids"].shape[1])
-            loss = self.method.loss(logps, inputs, self.args)
-            normalizer = self.current_gradient_accumulation_steps if self.model.training else 1.0
-            loss = loss / normalizer
-        else:
-            loss = super()._compute_loss(model, inputs)
-        old = inputs.get("old_per_token_logps")
-        if old is not None and getattr(self, "_last_policy_logps", None) is not None:
-            mask = inputs["completion_mask"].bool()
-            ratio = torch.exp(self._last_policy_logps - old)[mask]
-            if ratio.numel():
-                mode = "train" if self.model.training else "eval"
-                self._metrics[mode]["sampling_ratio/mean"].append(ratio.mean().item())
-                self._metrics[mode]["sampling_ratio/max"].append(ratio.max().item())
-                self._metrics[mode]["sampling_ratio/min"].append(ratio.min().item())
+        if "gc2po_episode_ids" in inputs:
+            self._capture = _Capture(episode_ids=inputs["gc2po_episode_ids"], inputs=inputs)
+        try:
+            if self.method.loss is not None:
+                ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+                attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+                logps, _, _ = self._get_per_token_logps_and_entropies(model, ids, attention,
+                                                                      inputs["completion_ids"].shape[1])
+                loss = self.method.loss(logps, inputs, self.args)
+                loss = loss / (self.current_gradient_accumulation_steps if self.model.training else 1.0)
+            else:
+                loss = super()._compute_loss(model, inputs)
+        finally:
+            self._capture = None
+        self._record_sampling_ratio(inputs)
         return loss
+
+    def _record_sampling_ratio(self, inputs):
+        """pi/pi_old over the completion tokens (paper Fig. 3b), where old log-probs come from a
+        separate pass; on-policy without that pass the ratio is exactly 1 and is not logged."""
+        old = inputs.get("old_per_token_logps")
+        if old is None or getattr(self, "_last_policy_logps", None) is None:
+            return
+        mask = inputs["completion_mask"].bool()
+        ratio = torch.exp(self._last_policy_logps - old)[mask]
+        if ratio.numel():
+            self._record({"sampling_ratio/mean": ratio.mean().item(), "sampling_ratio/max": ratio.max().item(),
+                          "sampling_ratio/min": ratio.min().item()}, "train" if self.model.training else "eval")
+
+    # -- non-finite steps ----------------------------------------------------------------------
+    def training_step(self, model, inputs, num_items_in_batch):
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        self.step_guard.note_loss(loss)
+        return loss
+
+    def _clip_grad_norm(self, model):
+        if self.is_deepspeed_enabled:
+            return super()._clip_grad_norm(model)
+        return self.step_guard.clip(model.named_parameters(), self.args.max_grad_norm)
+
+    def _get_grad_norm(self, model, grad_norm=None):
+        if grad_norm is None and not self.is_deepspeed_enabled:
+            grad_norm = self.step_guard.clip(model.named_parameters(), None)
+        grad_norm = super()._get_grad_norm(model, grad_norm=grad_norm)
+        engine_skipped = self.is_deepspeed_enabled and self.accelerator.optimizer_step_was_skipped
+        skipped = self.step_guard.end_step(grad_norm, self.state.global_step + 1, model.parameters(), engine_skipped)
+        if not self.is_deepspeed_enabled:
+            # accelerate's optimizer reports a skipped step (its GradScaler overflow flag) through
+            # `step_was_skipped`; the Trainer and the LR scheduler then leave the schedule untouched
+            self.optimizer._is_overflow = skipped
+        self._metrics["train"]["nonfinite/skipped_steps"].append(float(self.step_guard.skipped_total))
+        return grad_norm
+
+    # -- metrics -------------------------------------------------------------------------------
+    def _record(self, metrics: dict[str, float], mode: str):
+        """Append metrics reduced over processes (max for '/max' names, min for '/min', else mean)."""
+        names = sorted(metrics)
+        if self.accelerator.num_processes > 1 and names:
+            values = torch.tensor([[float(metrics[n]) for n in names]], device=self.accelerator.device)
+            gathered = self.accelerator.gather(values)
+            metrics = {n: (gathered[:, i].max() if n.endswith("/max") else gathered[:, i].min() if n.endswith("/min")
+                           else gathered[:, i].mean()).item() for i, n in enumerate(names)}
+        for name in names:
+            self._metrics[mode][name].append(float(metrics[name]))
+
+    def _warn_if_prompts_hold_pad(self, output):
+        pad = self.processing_class.pad_token_id
+        if self._warned_pad_in_prompt or pad is None:
+            return
+        if (output["prompt_ids"][output["prompt_mask"].bool()] == pad).any():
+            self._warned_pad_in_prompt = True
+            warnings.warn(f"a prompt contains the pad token id {pad} as a real token: the tokenizer probably maps "
+                          "unknown text (e.g. unregistered chat tags) to its pad token; fix the tokenizer", stacklevel=2)

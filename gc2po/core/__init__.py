@@ -1,20 +1,22 @@
-"""Pure torch math of GC2PO: segmentation, counterfactual reward, advantages, losses.
+"""Pure torch math of GC2PO: segmentation, counterfactual reward, advantages, losses, and the
+baselines' formulas (``gc2po.core.baselines``).
 
 Nothing here imports trl or transformers, does I/O or keeps global state beyond the
-name -> function registries.
+name -> entry registries filled at import.
 """
 
-from gc2po.core.advantages import ADVANTAGE_ESTIMATORS, token_advantages
+from gc2po.core.advantages import gc2po_token_advantages, grpo_advantage, token_advantages
 from gc2po.core.counterfactual import PERTURBATIONS, CounterfactualReward, counterfactual_reward
 from gc2po.core.losses import clipped_token_loss
 from gc2po.core.segment import segment_episodes, token_episode_ids
 
 __all__ = [
-    "ADVANTAGE_ESTIMATORS",
     "PERTURBATIONS",
     "CounterfactualReward",
     "clipped_token_loss",
     "counterfactual_reward",
+    "gc2po_token_advantages",
+    "grpo_advantage",
     "segment_episodes",
     "token_advantages",
     "token_episode_ids",

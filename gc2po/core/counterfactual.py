@@ -2,40 +2,72 @@
 
     S_sta = mean_m exp(-||q(.|u) - q(.|g_m u)||_2^2 / tau)
     S_exp = mean_m ||g_m u||_2^2 / (||u||_2^2 + eps_u)
-    R_cf  = S_sta + lambda_exp * S_exp
+    R_cf  = lambda_sta * S_sta + lambda_exp * S_exp      (lambda_sta = 1 in the paper)
 
 with q(.|u) = softmax(lm_head(u) / temperature), optionally restricted to the top-k tokens of
 the unperturbed distribution and renormalised. Perturbation operators g_m come from the
-``PERTURBATIONS`` registry and can be composed by listing them.
+``PERTURBATIONS`` registry (``@register_perturbation``) and can be composed by listing them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
 
-# An operator maps (samples [M,E,d], original u [E,d], group_index [E] | None, generator) to
-# perturbed samples [M,E,d]. Operators are applied in order to the samples of the previous one.
+from gc2po.core.registry import Registry, caller_site
+
+# An operator maps (samples [M,E,d], original u [E,d], group_index [E] | None, generator, scale)
+# to perturbed samples [M,E,d]. Operators are applied in order to the samples of the previous one.
 PerturbationOp = Callable[..., torch.Tensor]
 
 
-def gaussian(samples, u, group_index, generator, *, sigma: float = 0.1):
+@dataclass(frozen=True)
+class Perturbation:
+    """One operator g_m: its function and its single scale parameter (name, closed range, default).
+    The trainer's config field for the scale is ``perturbation_<param>``."""
+
+    name: str
+    op: PerturbationOp
+    param: str
+    bounds: tuple[float, float]
+    default: float
+
+
+PERTURBATIONS: Registry[Perturbation] = Registry("perturbation")
+
+
+def register_perturbation(name: str, *, param: str, bounds: tuple[float, float], default: float):
+    """Decorator adding an operator ``op(samples, u, group_index, generator, **{param: value})``."""
+    site = caller_site()
+
+    def decorator(op: PerturbationOp) -> PerturbationOp:
+        PERTURBATIONS.add(name, Perturbation(name, op, param, bounds, default), site)
+        return op
+
+    return decorator
+
+
+@register_perturbation("gaussian", param="sigma", bounds=(0.0, math.inf), default=0.1)
+def gaussian(samples, u, group_index, generator, *, sigma: float):
     """u + sigma * (||u|| / sqrt(d)) * eps, eps ~ N(0, I): noise relative to the state's norm."""
     scale = samples.norm(dim=-1, keepdim=True) / math.sqrt(samples.shape[-1])
     noise = torch.randn(samples.shape, generator=generator, dtype=samples.dtype, device=samples.device)
     return samples + sigma * scale * noise
 
 
-def dropout(samples, u, group_index, generator, *, p: float = 0.1):
+@register_perturbation("dropout", param="p", bounds=(0.0, 1.0), default=0.1)
+def dropout(samples, u, group_index, generator, *, p: float):
     """u * b, b ~ Bernoulli(1 - p) per coordinate, not rescaled (so the norm decays)."""
     keep = torch.rand(samples.shape, generator=generator, device=samples.device) >= p
     return samples * keep.to(samples.dtype)
 
 
-def group_mix(samples, u, group_index, generator, *, alpha: float = 0.3):
+@register_perturbation("group_mix", param="alpha", bounds=(0.0, 1.0), default=0.3)
+def group_mix(samples, u, group_index, generator, *, alpha: float):
     """(1 - alpha) * u + alpha * u_j, u_j a random other episode state of the same group.
 
     Episodes with no sibling in their group (or no ``group_index``) are left unchanged.
@@ -46,7 +78,7 @@ def group_mix(samples, u, group_index, generator, *, alpha: float = 0.3):
     same_group = group_index[:, None] == group_index[None, :]
     same_group.fill_diagonal_(False)
     has_sibling = same_group.any(dim=1)
-    # uniform draw among siblings: random scores, -inf where not a sibling, argmax
+    # uniform draw among siblings: random scores, -1 where not a sibling, argmax
     scores = torch.rand((num_samples, num_episodes, num_episodes), generator=generator, device=u.device)
     scores = scores.masked_fill(~same_group, -1.0)
     partner = scores.argmax(dim=-1)  # [M, E]
@@ -54,26 +86,14 @@ def group_mix(samples, u, group_index, generator, *, alpha: float = 0.3):
     return torch.where(has_sibling[None, :, None], mixed, samples)
 
 
-PERTURBATIONS: dict[str, PerturbationOp] = {
-    "gaussian": gaussian,
-    "dropout": dropout,
-    "group_mix": group_mix,
-}
-PERTURBATION_PARAMS: dict[str, dict[str, tuple[float, float]]] = {
-    # name -> parameter -> allowed closed range
-    "gaussian": {"sigma": (0.0, math.inf)},
-    "dropout": {"p": (0.0, 1.0)},
-    "group_mix": {"alpha": (0.0, 1.0)},
-}
-
 PerturbationSpec = str | Mapping[str, Any] | Sequence[str | Mapping[str, Any]]
 
 
 def build_perturbation(spec: PerturbationSpec) -> list[tuple[PerturbationOp, dict[str, float]]]:
-    """Parse a perturbation spec into ``[(operator, params), ...]``.
+    """Parse a perturbation spec into ``[(operator, {param: value}), ...]``.
 
     Accepted forms: ``"dropout"``, ``{"name": "gaussian", "sigma": 0.1}`` or a list of either
-    (a composite, applied in order).
+    (a composite, applied in order). A missing scale takes the operator's default.
     """
     items = [spec] if isinstance(spec, str | Mapping) else list(spec)
     if not items:
@@ -81,38 +101,27 @@ def build_perturbation(spec: PerturbationSpec) -> list[tuple[PerturbationOp, dic
     ops = []
     for item in items:
         params = dict(item) if isinstance(item, Mapping) else {"name": item}
-        name = params.pop("name", None)
-        if name not in PERTURBATIONS:
+        entry = PERTURBATIONS.get(params.pop("name", None))
+        for key in params:
+            if key != entry.param:
+                raise ValueError(f"perturbation {entry.name!r}: unknown parameter {key!r}; valid: [{entry.param!r}]")
+        value = params.get(entry.param, entry.default)
+        low, high = entry.bounds
+        if isinstance(value, bool) or not (isinstance(value, int | float) and low <= value <= high):
             raise ValueError(
-                f"perturbation: unknown operator {name!r}; valid choices: {sorted(PERTURBATIONS)}"
+                f"perturbation {entry.name!r}: {entry.param} must be a number in [{low}, {high}], got {value!r}"
             )
-        allowed = PERTURBATION_PARAMS[name]
-        for key, value in params.items():
-            if key not in allowed:
-                raise ValueError(
-                    f"perturbation {name!r}: unknown parameter {key!r}; valid: {sorted(allowed)}"
-                )
-            low, high = allowed[key]
-            if not (isinstance(value, int | float) and low <= value <= high):
-                raise ValueError(
-                    f"perturbation {name!r}: {key} must be a number in [{low}, {high}], got {value!r}"
-                )
-        ops.append((PERTURBATIONS[name], {k: float(v) for k, v in params.items()}))
+        ops.append((entry.op, {entry.param: float(value)}))
     return ops
 
 
-FIELD_PARAMS = {"dropout": "p", "gaussian": "sigma", "group_mix": "alpha"}
-
-
-def spec_from_fields(names: str, *, p: float = 0.1, sigma: float = 0.1, alpha: float = 0.3) -> list[dict]:
-    """``"dropout,gaussian"`` plus one scale per operator kind -> a perturbation spec."""
-    values = {"p": p, "sigma": sigma, "alpha": alpha}
+def spec_from_fields(names: str, **scales: float) -> list[dict]:
+    """``"dropout,gaussian"`` plus one scale per parameter name (``p=0.1, sigma=0.3``) -> a spec;
+    operators whose parameter is not given keep their default."""
     spec = []
     for name in [n.strip() for n in names.split(",") if n.strip()]:
-        item = {"name": name}
-        if name in FIELD_PARAMS:
-            item[FIELD_PARAMS[name]] = values[FIELD_PARAMS[name]]
-        spec.append(item)
+        entry = PERTURBATIONS.get(name)
+        spec.append({"name": name, entry.param: scales.get(entry.param, entry.default)})
     return spec
 
 
@@ -134,13 +143,14 @@ def perturb(
 class CounterfactualReward(NamedTuple):
     s_sta: torch.Tensor  # [E] stability term
     s_exp: torch.Tensor  # [E] expressiveness term
-    r_cf: torch.Tensor  # [E] s_sta + lambda_exp * s_exp
+    r_cf: torch.Tensor  # [E] lambda_sta * s_sta + lambda_exp * s_exp
 
 
 ANSWER_SPACES = ("topk", "vocab")
 
 
-def _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, eps_u, answer_space, group_index, topk, temperature):
+def _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, lambda_sta, eps_u, answer_space, group_index, topk,
+                temperature):
     if u.ndim != 2:
         raise ValueError(f"u must have shape [E, d], got {tuple(u.shape)}")
     if lm_head_weight.ndim != 2 or lm_head_weight.shape[1] != u.shape[1]:
@@ -152,10 +162,11 @@ def _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, eps_u, answer_s
         raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
     if not tau > 0:
         raise ValueError(f"tau must be > 0, got {tau!r}")
-    if not (math.isfinite(lambda_exp) and lambda_exp >= 0):
-        raise ValueError(f"lambda_exp must be a finite number >= 0, got {lambda_exp!r}")
-    if not eps_u >= 0:
-        raise ValueError(f"eps_u must be >= 0, got {eps_u!r}")
+    for name, value in (("lambda_exp", lambda_exp), ("lambda_sta", lambda_sta)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    if not (eps_u > 0 and math.isfinite(eps_u)):  # eps_u = 0 would make S_exp 0/0 for a zero state
+        raise ValueError(f"eps_u must be a finite number > 0, got {eps_u!r}")
     if answer_space not in ANSWER_SPACES:
         raise ValueError(f"answer_space must be one of {list(ANSWER_SPACES)}, got {answer_space!r}")
     if answer_space == "topk" and not (isinstance(topk, int) and topk >= 1):
@@ -183,6 +194,7 @@ def counterfactual_reward(
     topk: int = 64,
     temperature: float = 1.0,
     lm_head_bias: torch.Tensor | None = None,
+    lambda_sta: float = 1.0,
     max_chunk_bytes: int = 256 * 2**20,
 ) -> CounterfactualReward:
     """S_sta, S_exp and R_cf for E episode states in one batched pass.
@@ -194,6 +206,7 @@ def counterfactual_reward(
         perturbation: operator spec for :func:`build_perturbation`.
         num_samples: M perturbed copies per state.
         tau, lambda_exp, eps_u: the paper's hyper-parameters (Theorem 3.2).
+        lambda_sta: weight of S_sta in R_cf (1 in the paper; 0 for the w/o S_sta ablation).
         answer_space: ``"topk"`` (restrict q to the top-``topk`` tokens of the unperturbed q,
             renormalised) or ``"vocab"`` (full vocabulary).
         generator: torch.Generator for the perturbations (seeded by the caller).
@@ -201,11 +214,15 @@ def counterfactual_reward(
         max_chunk_bytes: bound on the fp32 logits held at once; states are processed in chunks
             so memory stays bounded (E*M*V is never allocated for a large vocabulary).
     Returns:
-        CounterfactualReward(s_sta [E], s_exp [E], r_cf [E]) in fp32.
+        CounterfactualReward(s_sta [E], s_exp [E], r_cf [E] = lambda_sta s_sta + lambda_exp s_exp)
+        in fp32. A state with a non-finite entry scores 0 on both terms (never NaN).
     """
-    _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, eps_u, answer_space, group_index, topk, temperature)
+    _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, lambda_sta, eps_u, answer_space, group_index, topk,
+                temperature)
     build_perturbation(perturbation)  # fail on a bad spec before any work
     u = u.detach().float()
+    finite = torch.isfinite(u).all(-1)  # [E]: a state with inf/NaN (a diverged model) scores 0
+    u = torch.where(finite.unsqueeze(-1), u, torch.zeros_like(u))
     weight = lm_head_weight.detach()
     bias = None if lm_head_bias is None else lm_head_bias.detach().float()
     num_episodes, vocab = u.shape[0], weight.shape[0]
@@ -213,7 +230,7 @@ def counterfactual_reward(
 
     # perturb all states at once (group_mix needs the siblings), then score in chunks
     perturbed = perturb(u, perturbation, num_samples, generator=generator, group_index=group_index)
-    s_exp = (perturbed.pow(2).sum(-1) / (u.pow(2).sum(-1) + eps_u)).mean(0)
+    s_exp = (perturbed.double().pow(2).sum(-1) / (u.double().pow(2).sum(-1) + eps_u)).mean(0).float()
 
     # fp32 bytes per state: the unperturbed logits [V] and the perturbed ones [M, k] with room
     # for softmax temporaries (x3), plus the gathered top-k rows of W [k, d]
@@ -224,7 +241,9 @@ def counterfactual_reward(
     for lo in range(0, num_episodes, chunk):
         hi = min(lo + chunk, num_episodes)
         s_sta[lo:hi] = _stability(u[lo:hi], perturbed[:, lo:hi], weight, bias, k, answer_space, tau, temperature)
-    return CounterfactualReward(s_sta, s_exp, s_sta + lambda_exp * s_exp)
+    s_sta = torch.where(finite, torch.nan_to_num(s_sta, nan=0.0, posinf=0.0, neginf=0.0), 0.0)
+    s_exp = torch.where(finite, torch.nan_to_num(s_exp, nan=0.0, posinf=0.0, neginf=0.0), 0.0)
+    return CounterfactualReward(s_sta, s_exp, lambda_sta * s_sta + lambda_exp * s_exp)
 
 
 def _project(states: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

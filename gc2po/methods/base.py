@@ -1,5 +1,5 @@
-"""What a training method is: a name, the TRL loss aggregation it uses, the config values it
-fixes, and a function from a scored rollout batch to advantages. No trl import here."""
+"""What a training method is, the batch it sees, and the registry (``@register_method``).
+No trl import here."""
 
 from __future__ import annotations
 
@@ -9,28 +9,35 @@ from typing import Any
 
 import torch
 
+from gc2po.core.registry import Registry, caller_site
+
+LOSS_TYPES = ("grpo", "dr_grpo")  # TRL's loss aggregations the methods use
+
 
 @dataclass
 class RolloutBatch:
-    """One generation batch after scoring, as a method sees it.
+    """One scored generation batch as a method sees it: this process's rows [B, ...].
 
-    ``*_all`` tensors cover every process's completions (groups may span processes);
-    the rest are this process's rows [B, ...]. ``local`` slices this process's rows out of the
-    gathered ones.
+    ``row_index`` places each row in the generation batch of all processes, where the K
+    completions of a prompt are consecutive; rows may arrive shuffled (advantages computed in the
+    loss forward). ``gather`` all-gathers a tensor along dim 0 across processes.
     """
 
-    rewards_all: torch.Tensor  # [N] outcome reward R_out
-    lengths_all: torch.Tensor  # [N] completion lengths in tokens
-    group_size: int
-    local: slice
-    completion_mask: torch.Tensor  # [B, T]
-    gather: Callable[[torch.Tensor], torch.Tensor]  # all-gather along dim 0 across processes
+    rewards: torch.Tensor  # [B] outcome reward R_out as TRL combined it (NaN = no function scored it)
+    row_index: torch.Tensor  # [B] long
+    group_size: int  # K
+    completion_mask: torch.Tensor  # [B, T] bool
+    gather: Callable[[torch.Tensor], torch.Tensor]
     old_logps: torch.Tensor | None = None  # [B, T] sampling-policy log-probs
-    episode_ids: torch.Tensor | None = None  # [B, T], -1 = none
-    s_sta: torch.Tensor | None = None  # [B, Lmax]
-    s_exp: torch.Tensor | None = None  # [B, Lmax]
-    extras: dict[str, torch.Tensor] = field(default_factory=dict)  # per-sample tensors a method's loss needs
-    services: Any = None  # the trainer: forced_answer_success(...), context_states(...), ... (duck-typed)
+    episode_ids: torch.Tensor | None = None  # [B, T], -1 = no episode
+    r_cf: torch.Tensor | None = None  # [B, Lmax] R_cf per episode (0 where none)
+    states: Any = None  # gc2po.episodes.EpisodeStates: final-norm states at episode ends
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)  # per-row tensors the method's loss needs
+    services: Any = None  # gc2po.rollout_services.RolloutServices (extra generation and scoring)
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return self.completion_mask.sum(-1)
 
 
 AdvantageFn = Callable[[RolloutBatch, Any], tuple[torch.Tensor, dict[str, float]]]
@@ -39,28 +46,57 @@ LossFn = Callable[[torch.Tensor, dict, Any], torch.Tensor]  # (per-token log-pro
 
 @dataclass(frozen=True)
 class Method:
+    """A registered training method.
+
+    ``advantages(batch, config)`` returns [B] or [B, T] advantages and metrics. ``fixed`` holds
+    the config values that define the method (its loss aggregation included): a run config that
+    sets one of them to another value is refused.
+    """
+
     name: str
     summary: str
-    loss_type: str  # TRL loss aggregation: "grpo" (1/|o_i| then mean) or "dr_grpo" (constant normaliser)
-    advantages: AdvantageFn  # (batch, config) -> ([B] or [B, T] advantages, metrics)
-    needs_episodes: bool = False  # needs segmentation of the completions into episodes
-    needs_cf: bool | None = None  # needs episode states and the counterfactual reward (default: needs_episodes)
-    needs_states: bool | None = None  # needs the completions' final-norm hidden states (default: needs_cf)
-    fixed: dict[str, Any] = field(default_factory=dict)  # config values the method forces (ablations)
-    defaults: dict[str, Any] = field(default_factory=dict)  # config values it uses unless the run config sets them
-    fidelity: str = "as in the paper"  # how faithful to the original; shown in the README table
-    loss: LossFn | None = None  # replaces TRL's clipped loss when set (GVPO, ReST-MCTS*)
-    max_episodes_field: str = "max_episodes"  # config field capping the episodes of a completion
+    advantages: AdvantageFn
+    loss_type: str = "grpo"
+    needs_episodes: bool = False  # segments completions into episodes
+    needs_cf: bool = False  # episode states -> counterfactual reward (GC2PO): computable in the loss forward
+    needs_rollout_states: bool = False  # episode-end states before the loss (ReST's value head, GCPO)
+    needs_old_logps: bool = False  # sampling-policy log-probs before the loss (GCPO's reference)
+    local_groups: bool = False  # generates per group: every group must sit on one process
+    fixed: dict[str, Any] = field(default_factory=dict)
+    fidelity: str = "as in the paper"
+    loss: LossFn | None = None  # replaces TRL's clipped loss when set (GVPO)
+    max_episodes_field: str = "max_episodes"
 
     def __post_init__(self):
-        if self.needs_cf is None:
-            object.__setattr__(self, "needs_cf", self.needs_episodes)
-        if self.needs_states is None:
-            object.__setattr__(self, "needs_states", self.needs_cf)
+        if self.loss_type not in LOSS_TYPES:
+            raise ValueError(f"method {self.name!r}: loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
+        object.__setattr__(self, "fixed", {"loss_type": self.loss_type, **self.fixed})
 
 
-def group_view(values: torch.Tensor, group_size: int) -> torch.Tensor:
-    """[N] -> [N / K, K] (completions of one prompt are consecutive, as TRL's sampler emits them)."""
-    if values.numel() % group_size:
-        raise ValueError(f"{values.numel()} completions do not split into groups of {group_size}")
-    return values.view(-1, group_size)
+METHODS: Registry[Method] = Registry("method")
+
+
+def register_method(name: str, summary: str, **kwargs) -> Callable[[AdvantageFn], AdvantageFn]:
+    """Decorator registering ``Method(name, summary, <the function>, **kwargs)``; decorators can
+    be stacked to register variants (ablations) of one advantage function."""
+    site = caller_site()
+
+    def decorator(advantages: AdvantageFn) -> AdvantageFn:
+        METHODS.add(name, Method(name, summary, advantages, **kwargs), site)
+        return advantages
+
+    return decorator
+
+
+def get_method(name: str) -> Method:
+    return METHODS.get(name)
+
+
+def advantage_metrics(adv: torch.Tensor, mask: torch.Tensor | None = None) -> dict[str, float]:
+    """mean, std and |max| of the advantages ([B] or [B, T] over ``mask``)."""
+    values = adv[mask.bool()] if mask is not None and adv.ndim == 2 else adv.reshape(-1)
+    if values.numel() == 0:
+        return {"advantages/mean": 0.0, "advantages/std": 0.0, "advantages/abs_max": 0.0}
+    values = values.float()
+    return {"advantages/mean": values.mean().item(), "advantages/std": values.std(unbiased=False).item(),
+            "advantages/abs_max": values.abs().max().item()}

@@ -8,9 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gc2po.core.advantages import (
-    ADVANTAGE_ESTIMATORS,
+    dr_grpo_advantage,
+    gc2po_token_advantages,
+    group_normalised,
     grouped_token_advantages,
+    grpo_advantage,
     token_advantages,
+    trajectory_token_rewards,
     truncated_mean,
 )
 
@@ -133,8 +137,49 @@ def test_all_equal_rewards_give_zero_advantages():
 
 def test_sequence_level_estimators():
     rewards = torch.tensor([[1.0, 0.0, 1.0, 0.0]])
-    torch.testing.assert_close(ADVANTAGE_ESTIMATORS["dr_grpo"](rewards), torch.tensor([[0.5, -0.5, 0.5, -0.5]]))
-    torch.testing.assert_close(ADVANTAGE_ESTIMATORS["grpo"](rewards), torch.tensor([[1.0, -1.0, 1.0, -1.0]]) * 0.5 / (0.5 + 1e-4))
+    torch.testing.assert_close(dr_grpo_advantage(rewards), torch.tensor([[0.5, -0.5, 0.5, -0.5]]))
+    torch.testing.assert_close(grpo_advantage(rewards), torch.tensor([[1.0, -1.0, 1.0, -1.0]]) * 0.5 / (0.5 + 1e-4))
+
+
+def test_unscored_rewards_are_left_out_of_the_group_and_get_zero():
+    # as TRL: a completion no reward function scored (NaN) does not enter mean or std
+    rewards = torch.tensor([[1.0, float("nan"), 0.0, float("inf")]])
+    torch.testing.assert_close(grpo_advantage(rewards), torch.tensor([[0.5 / (0.5 + 1e-4), 0.0, -0.5 / (0.5 + 1e-4), 0.0]]))
+    torch.testing.assert_close(dr_grpo_advantage(rewards), torch.tensor([[0.5, 0.0, -0.5, 0.0]]))
+    assert torch.equal(grpo_advantage(torch.full((1, 3), float("nan"))), torch.zeros(1, 3))
+
+
+def test_group_normalised_is_independent_of_row_order_and_process_split():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.5, 0.0])
+    expected = grpo_advantage(rewards.view(2, 4)).reshape(-1)
+    perm = torch.tensor([5, 2, 7, 0, 3, 6, 1, 4])
+    torch.testing.assert_close(group_normalised(rewards[perm], perm, 4), expected[perm])
+    # two "processes" holding rows {5,2,7,0} and {3,6,1,4}: gather concatenates both halves
+    halves = [perm[:4], perm[4:]]
+    for rank in range(2):
+        calls = iter([rewards[torch.cat(halves)], torch.cat(halves)])
+        got = group_normalised(rewards[halves[rank]], halves[rank], 4, gather=lambda t, c=calls: next(c))
+        torch.testing.assert_close(got, expected[halves[rank]])
+    with pytest.raises(ValueError, match="exactly once"):
+        group_normalised(rewards, torch.zeros(8, dtype=torch.long), 4)
+
+
+def test_gc2po_entry_point_with_a_split_group_equals_one_process():
+    r_out, ids, r_cf, old_logps, mask, expected = hand_case()
+    flat = [x.reshape(6, *x.shape[2:]) for x in (r_out, ids, r_cf, old_logps, mask)]
+    kw = dict(group_size=3, **KW)
+    whole = gc2po_token_advantages(*flat, **kw).token_advantages
+    torch.testing.assert_close(whole, expected.reshape(6, 4), atol=1e-5, rtol=1e-5)
+    # a shuffled batch split over two processes: rank r holds rows ranks[r]; what each rank would
+    # send through the all-gather (its trajectory scores, then its row indices) is computed here
+    perm = torch.tensor([4, 0, 5, 2, 1, 3])
+    ranks = [perm[:3], perm[3:]]
+    sent_scores = [trajectory_token_rewards(flat[0][r], flat[1][r], flat[2][r], flat[3][r], flat[4][r],
+                                            lambda_cf=KW["lambda_cf"], trunc_frac=KW["trunc_frac"])[1] for r in ranks]
+    for rank in ranks:
+        gathered = iter([torch.cat(sent_scores), torch.cat(ranks)])
+        got = gc2po_token_advantages(*[x[rank] for x in flat], row_index=rank, gather=lambda t, g=gathered: next(g), **kw)
+        torch.testing.assert_close(got.token_advantages, whole[rank])
 
 
 @pytest.mark.parametrize(
@@ -224,6 +269,9 @@ def test_properties_finite_masked_zero_sign_and_loop_equivalence(group, trunc_fr
     r_out, ids, r_cf, logps, mask = group
     adv = token_advantages(r_out, ids, r_cf, logps, mask, lambda_cf=lambda_cf,
                            trunc_frac=trunc_frac, adv_clip=10.0, episode_weight_norm=norm)
+    for mask_as in (mask.float(), mask.long()):  # 0/1 float and int masks give the same result
+        torch.testing.assert_close(token_advantages(r_out, ids, r_cf, logps, mask_as, lambda_cf=lambda_cf,
+                                                    trunc_frac=trunc_frac, adv_clip=10.0, episode_weight_norm=norm), adv)
     assert torch.isfinite(adv).all()
     assert (adv[~mask] == 0).all()
     assert adv.abs().max() <= 10.0
@@ -247,3 +295,33 @@ def test_scale_invariance_of_outcome_and_cf_rewards():
     torch.testing.assert_close(scaled, base, atol=2e-3, rtol=2e-3)
     # scaling the surprise (old log-probs) changes nothing: weights are normalised per episode
     torch.testing.assert_close(grouped_token_advantages(r_out, ids, r_cf, 5 * logps, mask, **KW), base)
+
+
+@settings(max_examples=200, deadline=None)
+@given(groups(), st.lists(st.sampled_from([0.0, 1.0, float("nan"), float("inf"), -float("inf")]), min_size=6, max_size=6),
+       st.sampled_from([0.0, float("nan"), float("inf")]), st.sampled_from([0.0, float("nan"), -float("inf")]))
+def test_no_nan_or_inf_leaves_for_any_input(group, rewards, bad_cf, bad_logp):
+    r_out, ids, r_cf, logps, mask = group
+    K = r_out.shape[0]
+    r_out = torch.tensor(rewards[:K])
+    r_cf = r_cf.clone()
+    r_cf[0, 0] = bad_cf
+    logps = logps.clone()
+    logps[-1, 0] = bad_logp
+    for mask_as in (mask, mask.float(), mask.int()):
+        adv = token_advantages(r_out, ids, r_cf, logps, mask_as, lambda_cf=0.8, trunc_frac=0.05, adv_clip=10.0)
+        assert torch.isfinite(adv).all()
+        assert (adv[~mask] == 0).all()
+        unscored = ~torch.isfinite(r_out)
+        assert (adv[unscored] == 0).all()  # an unscored completion gets no advantage
+
+
+def test_an_unscored_completion_does_not_change_the_others():
+    r_out, ids, r_cf, logps, mask, expected = hand_case()
+    # append a fourth completion to prompt 1 that no reward function scored
+    ids4 = torch.cat([ids[0], ids[0][:1]])
+    adv = token_advantages(torch.cat([r_out[0], torch.tensor([float("nan")])]), ids4,
+                           torch.cat([r_cf[0], r_cf[0][:1]]), torch.cat([logps[0], logps[0][:1]]),
+                           torch.cat([mask[0], mask[0][:1]]), **KW)
+    torch.testing.assert_close(adv[:3], expected[0], atol=1e-5, rtol=1e-5)
+    assert torch.equal(adv[3], torch.zeros(4))

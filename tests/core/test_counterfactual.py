@@ -10,6 +10,7 @@ from gc2po.core.counterfactual import (
     build_perturbation,
     counterfactual_reward,
     perturb,
+    register_perturbation,
 )
 
 LN3 = math.log(3.0)
@@ -126,9 +127,11 @@ def test_bf16_weight_is_not_copied_to_fp32_and_result_is_fp32():
         (dict(tau=-1.0), "tau"),
         (dict(num_samples=0), "num_samples"),
         (dict(eps_u=-1.0), "eps_u"),
+        (dict(eps_u=0.0), "eps_u must be a finite number > 0"),
+        (dict(lambda_sta=-0.5), "lambda_sta"),
         (dict(lambda_exp=float("nan")), "lambda_exp"),
         (dict(answer_space="logits"), r"answer_space.*\['topk', 'vocab'\]"),
-        (dict(perturbation="rotate"), r"unknown operator 'rotate'.*\['dropout', 'gaussian', 'group_mix'\]"),
+        (dict(perturbation="rotate"), r"unknown name 'rotate'.*\['dropout', 'gaussian', 'group_mix'\]"),
         (dict(perturbation={"name": "dropout", "p": 2.0}), r"dropout.*p must be"),
         (dict(perturbation={"name": "gaussian", "scale": 1.0}), r"unknown parameter 'scale'.*sigma"),
         (dict(perturbation=[]), "at least one"),
@@ -148,5 +151,29 @@ def test_mismatched_shapes_raise():
         counterfactual_reward(torch.randn(4), torch.randn(6, 4), perturbation="dropout", **BASE)
 
 
-def test_registry_names():
+def test_registry_names_and_duplicate_registration_fails_naming_both_places():
     assert set(PERTURBATIONS) == {"gaussian", "dropout", "group_mix"}
+    with pytest.raises(ValueError, match=r"perturbation 'gaussian' is registered twice: first at .*counterfactual.py:\d+, "
+                                         r"again at .*test_counterfactual.py:\d+"):
+        register_perturbation("gaussian", param="sigma", bounds=(0.0, 1.0), default=0.1)(lambda *a, **k: None)
+
+
+def test_lambda_sta_weights_the_stability_term():
+    u, w = torch.randn(5, 8), torch.randn(30, 8)
+    kw = dict(perturbation="dropout", **BASE)
+    full = counterfactual_reward(u, w, **{**kw, "generator": torch.Generator().manual_seed(1)})
+    none = counterfactual_reward(u, w, lambda_sta=0.0, **{**kw, "generator": torch.Generator().manual_seed(1)})
+    torch.testing.assert_close(full.r_cf, full.s_sta + BASE["lambda_exp"] * full.s_exp)
+    torch.testing.assert_close(none.r_cf, BASE["lambda_exp"] * none.s_exp)
+
+
+def test_non_finite_states_score_zero_and_never_nan():
+    u = torch.randn(4, 8)
+    u[1, 3], u[2, 0] = float("nan"), float("inf")
+    u[3] = 1e30  # squares overflow float32
+    for space in ("topk", "vocab"):
+        out = counterfactual_reward(u, torch.randn(30, 8), perturbation=["dropout", "gaussian"],
+                                    **{**BASE, "answer_space": space})
+        for x in out:
+            assert torch.isfinite(x).all()
+        assert out.s_sta[1] == 0 and out.s_exp[2] == 0

@@ -5,16 +5,18 @@ import math
 import pytest
 import torch
 
-from gc2po.core.advantages import (
+from gc2po.core.baselines import (
     gcpo_reference_logps,
     gcpo_upsilon,
+    gvpo_loss,
+    gvpo_weights,
     label_rollout_steps,
+    length_penalty_rewards,
     progress_rewards,
+    rest_selection,
     rest_value_targets,
     reward_to_go_advantages,
 )
-from gc2po.core.losses import gvpo_loss, gvpo_weights
-from gc2po.core.rewards import length_penalty_rewards
 
 
 def test_rest_value_targets_of_a_correct_three_step_chain():
@@ -97,3 +99,35 @@ def test_length_penalty_by_hand():
     sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
     expected = [1 - 0.1 * sig(-10 / std), 1 - 0.1 * 0.5, 0.0, 1 - 0.1 * sig(10 / std)]
     torch.testing.assert_close(length_penalty_rewards(correct, lengths, 0.1), torch.tensor([expected]))
+
+
+def test_rest_selection_by_hand():
+    # group 1: rows 0,2 correct, row 2 above the threshold -> only row 2; group 2: correct rows
+    # all below it -> the best correct one (row 5); group 3: none correct -> none
+    r_out = torch.tensor([1.0, 0, 1, 0, 1, 1, 0, float("nan"), 0])
+    min_value = torch.tensor([0.1, 0.9, 0.5, 0.0, 0.05, 0.15, 0.9, 0.9, 0.9])
+    torch.testing.assert_close(rest_selection(r_out, min_value, 3, 0.2), torch.tensor([0.0, 0, 1, 0, 0, 1, 0, 0, 0]))
+
+
+def test_length_penalty_leaves_unscored_completions_out():
+    correct = torch.tensor([[1.0, float("nan"), 1.0, 0.0]])
+    lengths = torch.tensor([[10.0, 1.0, 30.0, 5.0]])
+    shaped = length_penalty_rewards(correct, lengths, 0.5)
+    assert math.isnan(shaped[0, 1])
+    torch.testing.assert_close(shaped[0, [0, 2, 3]], length_penalty_rewards(correct[:, [0, 2, 3]], lengths[:, [0, 2, 3]], 0.5)[0])
+
+
+def test_gvpo_loss_leaves_unscored_rows_out():
+    torch.manual_seed(0)
+    logps, old = torch.randn(4, 3), torch.randn(4, 3)
+    mask = torch.ones(4, 3)
+    scored = torch.tensor([True, True, False, True])
+    centred = torch.tensor([0.5, -0.5, 0.0, 0.0])
+    groups = torch.tensor([0, 0, 0, 0])
+    got = gvpo_loss(logps, old, mask, groups, centred, beta=0.1, scored=scored)
+    expected = gvpo_loss(logps[scored], old[scored], mask[scored], groups[scored], centred[scored], beta=0.1)
+    torch.testing.assert_close(got, expected)
+    # a group left with one scored completion contributes 0 (nothing to compare it with)
+    lonely = gvpo_loss(logps, old, mask, torch.tensor([0, 0, 1, 1]), centred, beta=0.1,
+                       scored=torch.tensor([True, True, False, True]))
+    torch.testing.assert_close(lonely, gvpo_loss(logps[:2], old[:2], mask[:2], torch.tensor([0, 0]), centred[:2], beta=0.1) / 2)

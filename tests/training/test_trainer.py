@@ -1,5 +1,6 @@
-"""The TRL adapter on a tiny random model: every method trains, GC2PO's advantages equal the
-core function's, a resumed run matches an uninterrupted one, bad configs fail early."""
+"""The TRL adapter on a tiny random model: every method trains and its advantages are its core
+entry point's; GC2PO on-policy costs no forward pass over TRL's GRPO; resume; unscored
+completions; bad configs fail early."""
 
 from __future__ import annotations
 
@@ -7,141 +8,242 @@ import json
 
 import pytest
 import torch
+from transformers import TrainerCallback
 
-from gc2po.core.advantages import token_advantages
+from gc2po.core.advantages import dr_grpo_advantage, gc2po_token_advantages, grpo_advantage
+from gc2po.core.baselines import (
+    gcpo_advantages,
+    length_penalty_advantages,
+    mrt_token_advantages,
+    rest_selection,
+)
 from gc2po.methods import METHODS
-from gc2po.train import build_args, build_dataset, read_jsonl
-
-SMALL = {
-    "num_generations": 2,
-    "per_device_train_batch_size": 4,
-    "max_completion_length": 12,
-    "learning_rate": 1e-2,
-    "weight_decay": 0.0,  # parameters may change only through the policy gradient
-    "max_steps": 2,
-    "save_steps": 2,
-    "num_perturbations": 2,
-    "answer_topk": 8,
-}
+from gc2po.methods.mrt import boundaries
+from gc2po.train import build_args
+from tests.training.conftest import SMALL, record_advantages
 
 
-def parity_reward(prompts, completions, **kwargs):
-    """A reward with variance inside every group: parity of the completion length."""
-    return [float(len(c[-1]["content"]) % 2) for c in completions]
+def expected_advantages(method: str, batch, services_log: dict, config) -> torch.Tensor:
+    """Each method's core entry point on the batch training saw (one process, rows in order)."""
+    K, rewards = batch.group_size, batch.rewards
+    if METHODS[method].needs_cf:
+        return gc2po_token_advantages(rewards, batch.episode_ids, batch.r_cf, batch.old_logps, batch.completion_mask,
+                                      group_size=K, lambda_cf=config.lambda_cf, trunc_frac=config.trunc_frac,
+                                      adv_clip=config.adv_clip, episode_weight_norm=config.episode_weight_norm,
+                                      row_index=batch.row_index).token_advantages
+    grouped = rewards.view(-1, K)
+    if method == "grpo":
+        return grpo_advantage(grouped).reshape(-1)
+    if method in ("dr_grpo", "gvpo"):
+        return dr_grpo_advantage(grouped).reshape(-1)
+    if method == "length_penalty":
+        return length_penalty_advantages(grouped, batch.lengths.view(-1, K).float(), config.length_penalty_alpha).reshape(-1)
+    if method == "mrt":
+        rows, slots, _, num_episodes, step_ends = boundaries(batch.episode_ids)
+        success = torch.zeros(step_ends.shape)
+        success[torch.tensor(rows), torch.tensor(slots)] = services_log["forced_answer_success"]
+        return mrt_token_advantages(success, num_episodes, step_ends, rewards, batch.completion_mask,
+                                    group_size=K, alpha=config.mrt_alpha)[0]
+    if method == "rest_mcts":
+        states = batch.states
+        min_value = torch.full((rewards.shape[0],), float("inf")).scatter_reduce(
+            0, states.rows, services_log["fit_value_head"], "amin")
+        return rest_selection(rewards, min_value, K, config.rest_min_value)
+    if method == "gcpo":
+        samples = iter(services_log["sample_final_states"])
+        parts = []
+        for start in range(0, rewards.shape[0], K):
+            z = batch.states.final_states(list(range(start, start + K)))
+            parts.append(gcpo_advantages(rewards[start:start + K].double(), z, next(samples), next(samples),
+                                         config.gcpo_alpha)[0])
+        return torch.cat(parts).float()
+    raise AssertionError(f"no expectation for {method}")
 
 
-parity_reward.__name__ = "outcome"  # logged as rewards/outcome/mean, like the real outcome rewards
+def record_services(trainer) -> dict:
+    """Keep what the extra-generation services returned (their outputs are random samples)."""
+    log: dict = {}
+    original = trainer._services
 
+    def services(inputs, output):
+        built = original(inputs, output)
+        for name in ("forced_answer_success", "fit_value_head", "sample_final_states"):
+            function = getattr(built, name)
 
-def make_trainer(model_dir, train_file, out_dir, method, **trainer):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+            def wrapped(*args, _function=function, _name=name, **kwargs):
+                value = _function(*args, **kwargs)
+                if _name == "sample_final_states":
+                    log.setdefault(_name, []).append(value)
+                else:
+                    log[_name] = value
+                return value
 
-    from gc2po.trl_adapter import GC2POTrainer
+            setattr(built, name, wrapped)
+        return built
 
-    run = {"model": str(model_dir), "train_data": str(train_file), "output_dir": str(out_dir),
-           "task": "testbed", "method": method, "seed": 0, "trainer": {**SMALL, **trainer}}
-    args = build_args(run)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    dataset = build_dataset(read_jsonl(train_file), "testbed")
-    return GC2POTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                        reward_funcs=[parity_reward])
+    trainer._services = services
+    return log
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_each_method_trains_two_steps_and_changes_parameters(method, tiny_model_dir, testbed_train_file, tmp_path):
-    trainer = make_trainer(tiny_model_dir, testbed_train_file, tmp_path, method)
+def test_each_method_trains_and_its_advantages_are_its_core_entry_points(method, small_run, tmp_path):
+    trainer = small_run(method, out=method)
+    calls, services_log = record_advantages(trainer), record_services(trainer)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())]
     assert changed, f"{method}: no parameter changed after 2 steps"
-    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    batch, adv = calls[-1]
+    torch.testing.assert_close(adv.float().cpu(), expected_advantages(method, batch, services_log, trainer.args).float(),
+                               atol=1e-6, rtol=1e-6)
+    records = [json.loads(line) for line in (tmp_path / method / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "loss" in r]
     assert len(steps) == 2
-    for key in ("rewards/outcome/mean", "advantages/mean", "grad_norm", "sampling_ratio/mean", "step_time",
-                "completions/mean_length"):
-        assert key in steps[0], f"{method}: metric {key} not logged"
-    expected = []
+    expected = ["rewards/outcome/mean", "advantages/mean", "grad_norm", "step_time", "completions/mean_length",
+                "nonfinite/skipped_steps"]
     if METHODS[method].needs_episodes:
-        expected += ["segmentation/fallback_rate", "episodes/mean_count"]
+        expected += ["segmentation/fallback_rate", "episodes/mean_count", "episodes/mean_tokens"]
     if METHODS[method].needs_cf:
         expected += ["gc2po/s_sta", "gc2po/s_exp", "gc2po/r_cf"]
+    if METHODS[method].needs_old_logps or METHODS[method].needs_rollout_states:
+        expected += ["sampling_ratio/mean"]  # these methods pay the extra pass anyway: the metric is free
     expected += {"mrt": ["mrt/progress_mean"], "gcpo": ["gcpo/upsilon_mean"], "rest_mcts": ["rest/selected_frac"]}.get(method, [])
     for key in expected:
         assert key in steps[0], f"{method}: metric {key} not logged"
 
 
-@pytest.mark.slow
-def test_gc2po_trainer_advantages_equal_core_function(tiny_model_dir, testbed_train_file, tmp_path):
-    trainer = make_trainer(tiny_model_dir, testbed_train_file, tmp_path, "gc2po", max_steps=1)
-    captured = {}
-    original = trainer._generate_and_score_completions
+def count_forwards(trainer) -> dict:
+    counts = {"policy": 0, "reference": 0}
+    trainer.model.register_forward_hook(lambda *a: counts.__setitem__("policy", counts["policy"] + 1))
+    if trainer.ref_model is not None:
+        trainer.ref_model.register_forward_hook(lambda *a: counts.__setitem__("reference", counts["reference"] + 1))
+    return counts
 
-    def capture(inputs):
-        out = original(inputs)
-        captured["out"], captured["batch"] = out, trainer._last_rollout
-        return out
 
-    trainer._generate_and_score_completions = capture
-    trainer.train()
-    out, batch = captured["out"], captured["batch"]
-    args = trainer.args
-    r_cf = args.lambda_sta * batch.s_sta + args.lambda_exp * batch.s_exp
-    K = args.num_generations
-    for g in range(out["advantages"].shape[0] // K):
-        rows = slice(g * K, (g + 1) * K)
-        expected = token_advantages(
-            batch.rewards_all[rows], batch.episode_ids[rows], r_cf[rows], batch.old_logps[rows],
-            out["completion_mask"][rows].bool(), lambda_cf=args.lambda_cf, trunc_frac=args.trunc_frac,
-            adv_clip=args.adv_clip,
-        )
-        torch.testing.assert_close(out["advantages"][rows], expected)
-    # the single pass gives TRL's log-probs and the backbone's final-norm states of the completion
-    # (compared on the current weights: the policy moved by one step since sampling)
-    full = torch.cat([out["prompt_ids"], out["completion_ids"]], 1)
-    attn = torch.cat([out["prompt_mask"], out["completion_mask"]], 1)
-    logps, states = trainer._sampling_policy_pass(out, want_states=True)
-    with torch.no_grad():
-        trl_logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, full, attn, out["completion_ids"].shape[1])
-        hidden = trainer.model.model(input_ids=full, attention_mask=attn).last_hidden_state
-    mask = out["completion_mask"].bool()
-    torch.testing.assert_close(logps[mask], trl_logps[mask])
-    prompt_len = out["prompt_ids"].shape[1]
-    torch.testing.assert_close(states[mask], hidden[:, prompt_len:][mask], atol=1e-5, rtol=1e-5)
+def loss_advantages(trainer) -> dict:
+    """The advantages the loss used, keyed by the row's place in the generation batch."""
+    seen = {}
+    original = trainer._compute_loss
+
+    def compute_loss(model, inputs):
+        loss = original(model, inputs)
+        order = inputs["gc2po_row_index"].argsort()
+        seen["advantages"] = inputs["advantages"][order].detach().clone()
+        seen["completion_ids"] = inputs["completion_ids"][order].clone()
+        return loss
+
+    trainer._compute_loss = compute_loss
+    return seen
 
 
 @pytest.mark.slow
-def test_resume_matches_uninterrupted_run(tiny_model_dir, testbed_train_file, tmp_path):
-    full = make_trainer(tiny_model_dir, testbed_train_file, tmp_path / "full", "gc2po", max_steps=4)
+def test_on_policy_gc2po_runs_as_many_forwards_as_trl_grpo_and_equals_the_two_pass_path(small_run):
+    from trl import GRPOTrainer
+
+    runs = {"trl": dict(method="grpo", trainer_class=GRPOTrainer), "one": dict(method="gc2po"),
+            "two": dict(method="gc2po", sampling_ratio_pass=True)}
+    counts, seen = {}, {}
+    for name, kwargs in runs.items():  # built and trained one after the other: the same seeded sampling
+        trainer = small_run(out=name, max_steps=1, save_strategy="no", **kwargs)
+        counts[name] = count_forwards(trainer)
+        if name != "trl":
+            seen[name] = loss_advantages(trainer)
+        trainer.train()
+    assert counts["one"] == counts["trl"], (counts["one"], counts["trl"])
+    assert counts["two"]["policy"] == counts["trl"]["policy"] + 1  # the extra pass, only when asked for
+    assert torch.equal(seen["one"]["completion_ids"], seen["two"]["completion_ids"])  # the same batch
+    torch.testing.assert_close(seen["one"]["advantages"], seen["two"]["advantages"], atol=1e-6, rtol=0)
+    assert seen["one"]["advantages"].abs().sum() > 0
+
+
+class StopAfter(TrainerCallback):
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        control.should_training_stop = state.global_step >= self.step
+
+
+@pytest.mark.slow
+def test_resume_matches_uninterrupted_run(small_run):
+    full = small_run("gc2po", out="full", max_steps=4)
     full.train()
-    first = make_trainer(tiny_model_dir, testbed_train_file, tmp_path / "split", "gc2po", max_steps=2)
+    first = small_run("gc2po", out="split", max_steps=4)
+    first.add_callback(StopAfter(2))
     first.train()  # writes checkpoint-2, then the process "dies"
-    assert (tmp_path / "split" / "checkpoint-2").exists()
-    resumed = make_trainer(tiny_model_dir, testbed_train_file, tmp_path / "split", "gc2po", max_steps=4)
+    resumed = small_run("gc2po", out="split", max_steps=4, resume=True)
     resumed.train(resume_from_checkpoint=True)
     # tolerance: identical up to float32 reduction order (we see exact equality on CPU)
     for (name, a), (_, b) in zip(full.model.named_parameters(), resumed.model.named_parameters()):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5, msg=f"parameter {name} differs after resume")
 
 
+def half_unscored_reward(prompts, completions, **kwargs):
+    """Scores only every other completion (None = this function does not apply, TRL's convention)."""
+    return [float(len(c[-1]["content"]) % 2) if i % 2 == 0 else None for i, c in enumerate(completions)]
+
+
+half_unscored_reward.__name__ = "outcome"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["grpo", "gc2po"])
+def test_completions_no_reward_function_scored_are_left_out(method, small_run):
+    trainer = small_run(method, out=method, reward=half_unscored_reward, num_generations=4, max_steps=1,
+                        save_strategy="no")
+    calls = record_advantages(trainer)
+    trainer.train()
+    batch, adv = calls[-1]
+    unscored = torch.isnan(batch.rewards)
+    assert unscored.sum() == batch.rewards.numel() // 2  # kept as NaN, not turned into reward 0
+    assert (adv[unscored] == 0).all()
+    if method == "grpo":  # the scored ones are normalised among themselves only
+        scored = batch.rewards.view(-1, 4)[:, ::2]
+        torch.testing.assert_close(adv.view(-1, 4)[:, ::2], grpo_advantage(scored))
+
+
 @pytest.mark.parametrize(
-    "override, match",
+    "method, override, match",
     [
-        ({"method": "ppo"}, r"method: unknown name 'ppo'; valid choices: \["),
-        ({"trainer": {"lambda_cf": 1.5}}, r"lambda_cf must be in \[0, 1\]"),
-        ({"trainer": {"lambda_exp": -0.1}}, r"lambda_exp must be in \[0, 1\]"),
-        ({"trainer": {"num_generations": 1, "per_device_train_batch_size": 4}}, "num_generations"),
-        ({"trainer": {"num_generations": 3, "per_device_train_batch_size": 4}}, r"divisible by num_generations"),
-        ({"trainer": {"no_such_field": 1}}, r"unknown trainer key\(s\) \['no_such_field'\]"),
-        ({"surprise": 1}, r"unknown key\(s\) \['surprise'\]"),
-        ({"task": "poetry"}, "task must be one of"),
+        ("ppo", {}, r"method: unknown name 'ppo'; valid choices: \["),
+        ("gc2po", {"lambda_cf": 1.5}, r"lambda_cf must be in \[0, 1\]"),
+        ("gc2po", {"lambda_exp": -0.1}, r"lambda_exp must be in \[0, 1\]"),
+        ("gc2po", {"num_generations": 1, "per_device_train_batch_size": 4}, "num_generations"),
+        ("gc2po", {"num_generations": 3, "per_device_train_batch_size": 4}, r"divisible by num_generations"),
+        ("gc2po", {"no_such_field": 1}, r"unknown trainer key\(s\) \['no_such_field'\]"),
+        ("gc2po", {"learning_rate": "abc"}, r"trainer.learning_rate must be float, got 'abc'"),
+        ("gc2po", {"max_steps": 2.5}, r"trainer.max_steps must be int"),
+        ("dr_grpo", {"beta": 0.04}, r"trainer.beta=0.04 conflicts with method 'dr_grpo', which fixes beta=0.0"),
+        ("gc2po_no_rcf", {"lambda_cf": 0.8}, r"conflicts with method 'gc2po_no_rcf', which fixes lambda_cf=0.0"),
+        ("grpo", {"loss_type": "dapo"}, r"trainer.loss_type='dapo' conflicts with method 'grpo'"),
+        ("gc2po", {"bf16": True}, r"trainer.bf16 is set from precision"),
+        ("gc2po", {"steps_per_generation": 2, "gradient_accumulation_steps": 2},
+         r"computes its advantages in the loss forward.*steps_per_generation to 1"),
+        ("gc2po", {"multi_objective_aggregation": "normalize_then_sum"}, r"multi_objective_aggregation must be"),
+        ("gc2po", {"cf_eps_u": 0.0}, r"cf_eps_u must be > 0"),
     ],
 )
-def test_bad_config_fails_before_model_load(override, match, tmp_path):
+def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
     # the model path does not exist: reaching model loading would raise a different error
-    run = {"model": str(tmp_path / "missing"), "train_data": "x.jsonl", "output_dir": str(tmp_path)}
-    trainer = {**SMALL, **override.pop("trainer", {})}
+    run = {"model": str(tmp_path / "missing"), "train_data": "x.jsonl", "output_dir": str(tmp_path), "method": method,
+           "trainer": {**SMALL, **override}}
     with pytest.raises(ValueError, match=match):
-        build_args({**run, "trainer": trainer, **override})
+        build_args(run)
+
+
+@pytest.mark.parametrize("override, match", [({"surprise": 1}, r"unknown key\(s\) \['surprise'\]"),
+                                              ({"task": "poetry"}, "task must be one of"),
+                                              ({"precision": "fp8"}, "precision must be one of"),
+                                              ({"seed": "one"}, "seed must be an integer")])
+def test_bad_run_keys_fail(override, match, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        build_args({"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "trainer": SMALL, **override})
+
+
+def test_method_definitions_are_applied_over_defaults(tmp_path):
+    run = {"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "trainer": SMALL}
+    assert build_args({**run, "method": "dr_grpo"}).beta == 0.0
+    assert build_args({**run, "method": "dr_grpo"}).loss_type == "dr_grpo"
+    assert build_args({**run, "method": "grpo"}).beta == 0.04
+    assert build_args({**run, "method": "gc2po_no_ssta"}).lambda_sta == 0.0

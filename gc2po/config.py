@@ -1,0 +1,183 @@
+"""``GC2POConfig``: TRL's ``GRPOConfig`` plus the fields of GC2PO and of the baselines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+from gc2po.core.advantages import EPISODE_WEIGHT_NORMS
+from gc2po.core.counterfactual import (
+    ANSWER_SPACES,
+    PERTURBATIONS,
+    build_perturbation,
+    spec_from_fields,
+)
+from gc2po.methods import METHODS, get_method
+
+PRECISIONS = ("bf16-mixed", "bf16", "fp32")
+
+
+def _help(text: str, default=None):
+    return field(default=default, metadata={"help": text})
+
+
+@dataclass
+class GC2POConfig(GRPOConfig):
+    r"""
+    Configuration of [`GC2POTrainer`]: every field of TRL's `GRPOConfig`, plus the ones below.
+    Defaults are the paper's; SPEC 2 fills what the paper leaves open.
+
+    Parameters:
+        > Method and precision
+
+        method (`str`, defaults to `"gc2po"`): training method, a name of `gc2po.methods.METHODS`. A
+            method fixes the fields that define it (its loss aggregation, Dr.GRPO's beta 0, an
+            ablation's lambda); `gc2po.train.build_args` refuses a run config that sets them otherwise.
+        precision (`str`, defaults to `"fp32"`): `"bf16-mixed"` (fp32 master weights, bf16 autocast;
+            the default on GPU), `"bf16"` (pure bf16 weights: half the memory, but an AdamW step of
+            ~1e-6 rounds away on most weights) or `"fp32"`. Sets TRL's `bf16`; the model is loaded in
+            bf16 only for `"bf16"`.
+
+        > GC2PO (paper section 4)
+
+        lambda_cf (`float`, defaults to `0.8`): weight of R_cf in the episodic score S.
+        lambda_exp (`float`, defaults to `0.9`): weight of S_exp in R_cf.
+        lambda_sta (`float`, defaults to `1.0`): weight of S_sta in R_cf (0 in the w/o S_sta ablation).
+        cf_tau (`float`, defaults to `0.1`): temperature tau of the stability term.
+        cf_eps_u (`float`, defaults to `1e-6`): eps_u of the expressiveness term (> 0).
+        num_perturbations (`int`, defaults to `8`): Monte Carlo samples M of perturbed states.
+        perturbation (`str`, defaults to `"dropout,gaussian"`): comma-separated operators applied in
+            order (`gc2po.core.counterfactual.PERTURBATIONS`); each takes its scale from
+            `perturbation_<param>`: `perturbation_p` (dropout), `perturbation_sigma` (gaussian),
+            `perturbation_alpha` (group_mix).
+        answer_space (`str`, defaults to `"topk"`): support of q(.|u): `"topk"` or `"vocab"`.
+        answer_topk (`int`, defaults to `64`): k of the top-k answer space.
+        max_episodes (`int`, defaults to `32`): episodes past this merge into the last one.
+        trunc_frac (`float`, defaults to `0.05`): fraction of token rewards dropped at each tail.
+        adv_clip (`float`, defaults to `10.0`): token advantages are clamped to [-adv_clip, adv_clip].
+        episode_weight_norm (`str`, defaults to `"sum"`): surprise weights sum to 1 per episode
+            (`"sum"`, the paper) or average 1 (`"mean"`, no incentive to emit many short episodes).
+
+        > Training machinery
+
+        sampling_ratio_pass (`bool`, defaults to `False`): run one extra no-grad pass after generation
+            for old log-probs, so the sampling-ratio metric pi/pi_old is measured even on-policy
+            (where it is exactly 1). Off: GC2PO costs no forward pass over TRL's GRPO.
+        max_consecutive_skipped_steps (`int`, defaults to `3`): a step whose loss or gradient norm is
+            not finite is skipped (weights, optimizer and scheduler untouched); this many in a row
+            stop the run with an error naming the step, the first non-finite parameter and the prompts.
+        metrics_path (`str` or `None`): JSONL file that receives every logged step (rank 0 writes).
+
+        > Baselines
+
+        length_penalty_alpha (`float`, defaults to `0.1`): alpha of the length penalty.
+        gvpo_beta (`float`, defaults to `0.1`): beta of GVPO's implicit reward (authors' default).
+        gcpo_alpha (`float`, defaults to `2.0`): alpha of GCPO's causal weight (paper: 2).
+        mrt_alpha (`float`, defaults to `1.0`): weight of MRT's progress rewards.
+        mrt_num_stops (`int`, defaults to `4`): forced answers per episode boundary (MRT).
+        mrt_max_episodes (`int`, defaults to `6`): episodes per completion for MRT (later ones merge).
+        mrt_answer_tokens (`int`, defaults to `16`): tokens generated for a forced answer (MRT).
+        force_answer_text (`str`): appended to a cut trajectory to force a final answer (MRT).
+        rest_branches (`int`, defaults to `3`): continuations per branch point (ReST-MCTS*-lite).
+        rest_min_value (`float`, defaults to `0.2`): minimum predicted step value to clone a rollout.
+        rest_value_lr (`float`, defaults to `1e-3`): learning rate of the ReST-MCTS* value head.
+    """
+
+    method: str = _help(f"Training method, one of {sorted(METHODS)}.", "gc2po")
+    precision: str = _help(f"One of {list(PRECISIONS)}.", "fp32")
+    lambda_cf: float = _help("Weight of R_cf in the episodic score S (paper: 0.8).", 0.8)
+    lambda_exp: float = _help("Weight of S_exp in R_cf (paper: 0.9).", 0.9)
+    lambda_sta: float = _help("Weight of S_sta in R_cf (1; 0 for the w/o S_sta ablation).", 1.0)
+    cf_tau: float = _help("Temperature tau of the stability term.", 0.1)
+    cf_eps_u: float = _help("eps_u in the expressiveness term's denominator (> 0).", 1e-6)
+    num_perturbations: int = _help("Monte Carlo samples M of perturbed states.", 8)
+    perturbation: str = _help(f"Comma-separated operators applied in order, from {sorted(PERTURBATIONS)}.",
+                              "dropout,gaussian")
+    perturbation_p: float = _help("Dropout probability of the dropout operator.", 0.1)
+    perturbation_sigma: float = _help("Relative noise scale of the gaussian operator.", 0.1)
+    perturbation_alpha: float = _help("Mixing weight of the group_mix operator.", 0.3)
+    answer_space: str = _help(f"Support of q(.|u), one of {list(ANSWER_SPACES)}.", "topk")
+    answer_topk: int = _help("k of the top-k answer space.", 64)
+    max_episodes: int = _help("Episodes past this merge into the last one.", 32)
+    trunc_frac: float = _help("Fraction of token rewards dropped at each tail.", 0.05)
+    adv_clip: float = _help("Token advantages are clamped to [-adv_clip, adv_clip].", 10.0)
+    episode_weight_norm: str = _help(f"One of {list(EPISODE_WEIGHT_NORMS)}.", "sum")
+    sampling_ratio_pass: bool = _help("Extra no-grad pass for old log-probs (sampling-ratio metric).", False)
+    max_consecutive_skipped_steps: int = _help("Non-finite steps in a row that stop the run.", 3)
+    metrics_path: str | None = _help("JSONL file that receives every logged step.")
+    length_penalty_alpha: float = _help("alpha of the length-penalty baseline.", 0.1)
+    gvpo_beta: float = _help("beta of GVPO's implicit reward (authors' default 0.1).", 0.1)
+    gcpo_alpha: float = _help("alpha of GCPO's causal weight (paper: 2).", 2.0)
+    mrt_alpha: float = _help("Weight alpha of MRT's progress rewards.", 1.0)
+    mrt_num_stops: int = _help("Forced-answer samples per episode boundary (MRT).", 4)
+    mrt_max_episodes: int = _help("Episodes per completion for MRT (later ones merge).", 6)
+    mrt_answer_tokens: int = _help("Tokens generated for a forced answer (MRT).", 16)
+    force_answer_text: str = _help("Appended to a cut trajectory to force a final answer (MRT's meta-prover).",
+                                   "\n\nTime is up. The final answer is \\boxed{")
+    rest_branches: int = _help("Continuations per branch point (ReST-MCTS*-lite).", 3)
+    rest_min_value: float = _help("Minimum predicted step value to clone a rollout.", 0.2)
+    rest_value_lr: float = _help("Learning rate of the ReST-MCTS* value head.", 1e-3)
+
+    def __post_init__(self):
+        method = get_method(self.method)
+        for key, value in method.fixed.items():
+            setattr(self, key, value)
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {self.precision!r}")
+        self.bf16, self.fp16 = self.precision != "fp32", False
+        for key in ("lambda_cf", "lambda_exp", "lambda_sta"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise ValueError(f"{key} must be in [0, 1], got {getattr(self, key)!r}")
+        checks = [
+            ("cf_tau", self.cf_tau > 0, "> 0"), ("cf_eps_u", self.cf_eps_u > 0, "> 0"),
+            ("num_perturbations", self.num_perturbations >= 1, ">= 1"), ("answer_topk", self.answer_topk >= 1, ">= 1"),
+            ("answer_space", self.answer_space in ANSWER_SPACES, f"one of {list(ANSWER_SPACES)}"),
+            ("episode_weight_norm", self.episode_weight_norm in EPISODE_WEIGHT_NORMS,
+             f"one of {list(EPISODE_WEIGHT_NORMS)}"),
+            ("trunc_frac", 0 <= self.trunc_frac < 0.5, "in [0, 0.5)"), ("adv_clip", self.adv_clip > 0, "> 0"),
+            ("max_consecutive_skipped_steps", self.max_consecutive_skipped_steps >= 1, ">= 1"),
+            ("multi_objective_aggregation", self.multi_objective_aggregation == "sum_then_normalize",
+             "'sum_then_normalize' (R_out is the weighted sum of the reward functions)"),
+        ]
+        for key, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"{key} must be {rule}, got {getattr(self, key)!r}")
+        if self.num_generations is not None and self.num_generations < 2:
+            raise ValueError(f"num_generations must be >= 2 (a group needs K >= 2), got {self.num_generations}")
+        build_perturbation(self.perturbation_spec())
+        super().__post_init__()
+        self._check_batch_layout(method)
+
+    def _check_batch_layout(self, method) -> None:
+        """Where the method's advantages are computed decides what the batch must hold."""
+        if method.loss is not None and self.steps_per_generation != 1:
+            raise ValueError(f"method {self.method!r} needs whole groups in one loss computation: "
+                             f"steps_per_generation must be 1, got {self.steps_per_generation}")
+        if method.needs_cf and self.advantages_in_loss_forward and self.steps_per_generation != 1:
+            raise ValueError(
+                f"method {self.method!r} computes its advantages in the loss forward when training is on-policy, "
+                f"which needs a generation batch in one micro-batch: set steps_per_generation to 1 (got "
+                f"{self.steps_per_generation}) or sampling_ratio_pass to true (one extra forward pass)")
+        rows = self.per_device_train_batch_size * (1 if method.loss is not None else self.steps_per_generation)
+        if (method.local_groups or method.loss is not None) and rows % self.num_generations:
+            raise ValueError(f"method {self.method!r} needs every group on one process: per_device_train_batch_size "
+                             f"({self.per_device_train_batch_size}) x steps_per_generation must be a multiple of "
+                             f"num_generations ({self.num_generations})")
+
+    @property
+    def trl_computes_old_logps(self) -> bool:
+        """True when TRL runs its own no-grad pass for old log-probs (off-policy reuse, vLLM
+        importance-sampling correction): episode states are then captured in that pass."""
+        generate_every = self.steps_per_generation * self.num_iterations
+        return (self.gradient_accumulation_steps % generate_every != 0
+                or (self.use_vllm and self.vllm_importance_sampling_correction))
+
+    @property
+    def advantages_in_loss_forward(self) -> bool:
+        """GC2PO on-policy: surprise weights and episode states come from the loss forward itself."""
+        return not (self.trl_computes_old_logps or self.sampling_ratio_pass)
+
+    def perturbation_spec(self) -> list[dict]:
+        return spec_from_fields(self.perturbation, p=self.perturbation_p, sigma=self.perturbation_sigma,
+                                alpha=self.perturbation_alpha)

@@ -1,0 +1,76 @@
+"""Helpers for trainer tests: a run on the tiny random model of tests/conftest.py."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+SMALL = {
+    "num_generations": 2,
+    "per_device_train_batch_size": 4,
+    "max_completion_length": 12,
+    "learning_rate": 1e-2,
+    "weight_decay": 0.0,  # parameters may change only through the policy gradient
+    "max_steps": 2,
+    "save_steps": 2,
+    "num_perturbations": 2,
+    "answer_topk": 8,
+}
+
+
+def parity_reward(prompts, completions, **kwargs):
+    """A reward with variance inside most groups: parity of the completion length."""
+    return [float(len(c[-1]["content"]) % 2) for c in completions]
+
+
+parity_reward.__name__ = "outcome"  # logged as rewards/outcome/mean, like the real outcome rewards
+
+
+def run_config(model_dir, train_file, out_dir, method, **trainer):
+    return {"model": str(model_dir), "train_data": str(train_file), "output_dir": str(out_dir), "task": "testbed",
+            "method": method, "seed": 0, "overwrite": True, "trainer": {**SMALL, **trainer}}
+
+
+def make_trainer(model_dir, train_file, out_dir, method, *, reward=parity_reward, trainer_class=None, precision=None,
+                 resume=False, **trainer):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from gc2po.train import build_args, build_dataset, prepare_output_dir, read_jsonl
+    from gc2po.trl_adapter import GC2POTrainer
+
+    run = run_config(model_dir, train_file, out_dir, method, **trainer)
+    if precision:
+        run["precision"] = precision
+    run["resume"] = resume
+    args = build_args(run)
+    prepare_output_dir(run, args, log=lambda *a: None)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    dataset = build_dataset(read_jsonl(train_file), "testbed")
+    return (trainer_class or GC2POTrainer)(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                                          reward_funcs=[reward])
+
+
+def record_advantages(trainer) -> list:
+    """Wrap the method's advantage function: every call appends (batch, advantages)."""
+    calls = []
+    original = trainer.method.advantages
+
+    def recording(batch, config):
+        adv, metrics = original(batch, config)
+        calls.append((batch, adv.detach().clone()))
+        return adv, metrics
+
+    trainer.method = dataclasses.replace(trainer.method, advantages=recording)
+    return calls
+
+
+@pytest.fixture
+def small_run(tiny_model_dir, testbed_train_file, tmp_path):
+    def build(method="gc2po", out="run", **kwargs):
+        return make_trainer(tiny_model_dir, testbed_train_file, tmp_path / out, method, **kwargs)
+
+    return build
