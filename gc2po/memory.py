@@ -250,6 +250,33 @@ def estimate_memory(job: TrainingJob) -> MemoryEstimate:
         peak=peak / GIB, fits=fits)
 
 
+TRAINER_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length", "beta",
+                "gradient_checkpointing")
+
+
+def job_from_trainer(model: str, trainer: Mapping, *, num_processes: int, zero_stage: int, prompt_length: int,
+                     keeps_episode_states: bool = True, gpu_memory_gib: float = GPU_80GB_GIB) -> TrainingJob:
+    """A job from a Hub id of :data:`MODEL_SHAPES` and a resolved trainer mapping (GRPOConfig
+    field names; the vLLM ones default as in TRL 1.16). Raises ValueError naming a missing key."""
+    if model not in MODEL_SHAPES:
+        raise ValueError(f"model {model!r} has no shape in gc2po.memory.MODEL_SHAPES; known: {sorted(MODEL_SHAPES)}")
+    missing = [key for key in TRAINER_KEYS if key not in trainer]
+    if missing:
+        raise ValueError(f"trainer.{missing[0]}: missing (the memory plan needs {list(TRAINER_KEYS)})")
+    return TrainingJob(
+        shape=MODEL_SHAPES[model], num_processes=num_processes, zero_stage=zero_stage,
+        per_device_batch=trainer["per_device_train_batch_size"],
+        gradient_accumulation=trainer["gradient_accumulation_steps"], prompt_length=prompt_length,
+        completion_length=trainer["max_completion_length"], beta=trainer["beta"],
+        gradient_checkpointing=trainer["gradient_checkpointing"],
+        attn_implementation=(trainer.get("model_init_kwargs") or {}).get("attn_implementation", "sdpa"),
+        keeps_episode_states=keeps_episode_states, steps_per_generation=trainer.get("steps_per_generation"),
+        use_vllm=trainer.get("use_vllm", False),
+        vllm_gpu_memory_utilization=trainer.get("vllm_gpu_memory_utilization", 0.3),
+        vllm_max_model_length=trainer.get("vllm_max_model_length"),
+        vllm_sleep_mode=trainer.get("vllm_enable_sleep_mode", False), gpu_memory_gib=gpu_memory_gib)
+
+
 def plan_table(jobs: Mapping[str, TrainingJob]):
     """One row per job: processes, batch layout, the memory breakdown (GiB, 1 decimal), fits."""
     import pandas as pd

@@ -179,3 +179,16 @@ def test_accelerate_cpu_config_starts_two_gloo_processes(tmp_path):
         assert record["distributed_type"] == "DistributedType.MULTI_CPU"
         assert record["all_reduce_sum"] == 3.0  # 1 + 2: the processes talk
         assert record["trainer_world_size"] == 2 and record["trainer_device"].startswith("cpu")
+
+
+def test_deepspeed_pin_covers_the_version_tested_here():
+    """The gpu extra's deepspeed range includes the installed version the CPU tests ran on."""
+    import tomllib
+    from importlib.metadata import version
+
+    from packaging.requirements import Requirement
+
+    pytest.importorskip("deepspeed")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
+    (requirement,) = [Requirement(r) for r in extras if r.startswith("deepspeed")]
+    assert requirement.specifier.contains(version("deepspeed"))

@@ -16,6 +16,7 @@ from gc2po.memory import (
     ModelShape,
     TrainingJob,
     estimate_memory,
+    job_from_trainer,
     plan_table,
 )
 
@@ -212,3 +213,24 @@ def test_plan_table_columns():
     expected = ["job", "processes", "zero_stage", "per_device_batch", "grad_accum", "sequences_per_step"]
     assert list(table.columns[:6]) == expected
     assert {f.name for f in dataclasses.fields(estimate_memory(job()).__class__)} <= set(table.columns)
+
+
+def test_job_from_trainer_reads_grpo_config_names():
+    trainer = {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 32, "max_completion_length": 16384,
+               "beta": 0.04, "gradient_checkpointing": True, "use_vllm": True, "vllm_gpu_memory_utilization": 0.6,
+               "vllm_max_model_length": 17408, "vllm_enable_sleep_mode": True,
+               "model_init_kwargs": {"attn_implementation": "flash_attention_2"}}
+    built = job_from_trainer("Qwen/Qwen2.5-7B-Instruct", trainer, num_processes=8, zero_stage=3, prompt_length=1024)
+    assert built == job(QWEN25_7B, attn_implementation="flash_attention_2")
+    with pytest.raises(ValueError, match=r"^trainer\.beta: missing"):
+        job_from_trainer("Qwen/Qwen2.5-7B-Instruct", {k: v for k, v in trainer.items() if k != "beta"},
+                         num_processes=8, zero_stage=3, prompt_length=1024)
+    with pytest.raises(ValueError, match="model 'org/unknown' has no shape"):
+        job_from_trainer("org/unknown", trainer, num_processes=8, zero_stage=3, prompt_length=1024)
+
+
+def test_current_paper_batch_layout_does_not_fit():
+    """config/paper.yaml before this plan: 32 sequences of 17k tokens per device and step."""
+    estimate = estimate_memory(job(per_device_batch=32, gradient_accumulation=1, vllm_sleep_mode=False,
+                                   vllm_gpu_memory_utilization=0.3, vllm_max_model_length=None))
+    assert not estimate.fits and estimate.activations > 79
