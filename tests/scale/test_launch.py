@@ -183,11 +183,11 @@ def test_accelerate_cpu_config_starts_two_gloo_processes(tmp_path):
 
 def test_deepspeed_pin_covers_the_version_tested_here():
     """The gpu extra's deepspeed range includes the installed version the CPU tests ran on."""
-    import tomllib
     from importlib.metadata import version
 
     from packaging.requirements import Requirement
 
+    tomllib = pytest.importorskip("tomllib", reason="standard library from Python 3.11")
     pytest.importorskip("deepspeed")
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
     (requirement,) = [Requirement(r) for r in extras if r.startswith("deepspeed")]
