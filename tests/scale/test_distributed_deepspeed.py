@@ -1,7 +1,7 @@
 """Real DeepSpeed on CPU: the shipped ZeRO-2/ZeRO-3 configs under ``accelerate launch`` with
 2 gloo processes; the ZeRO-3 gather of lm_head and DeepSpeed's bf16 non-finite-step skip.
 
-Needs deepspeed (the ``gpu`` extra; its CPU accelerator runs here). Each case starts two
+Needs deepspeed (``gpu`` and ``dev`` extras; its CPU accelerator runs here). Each case starts two
 processes and takes about a minute on two shared cores.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("deepspeed", reason="deepspeed is in the gpu extra; the stand-in tests in "
+pytest.importorskip("deepspeed", reason="deepspeed comes with the dev and gpu extras; the stand-in tests in "
                                         "test_distributed_gather.py cover the gather without it")
 
 ROOT = Path(__file__).resolve().parents[2]
