@@ -192,7 +192,8 @@ def _model_state_bytes(job: TrainingJob) -> dict[str, float]:
 def _reference_bytes(job: TrainingJob) -> float:
     if job.beta == 0:
         return 0.0  # TRL builds no reference model
-    return 2 * job.shape.num_params() / (job.num_processes if job.zero_stage == 3 else 1)
+    bytes_per_param = 4 if job.zero_stage == 0 else 2  # without DeepSpeed it is loaded like the policy
+    return bytes_per_param * job.shape.num_params() / (job.num_processes if job.zero_stage == 3 else 1)
 
 
 def _activation_bytes(job: TrainingJob) -> float:
@@ -201,7 +202,7 @@ def _activation_bytes(job: TrainingJob) -> float:
     per_layer = tokens * shape.layer_activation_bytes_per_token() + eager
     if job.gradient_checkpointing:  # layer inputs + one layer recomputed, with its gradients
         return tokens * shape.checkpoint_bytes_per_token() + 2 * per_layer
-    return shape.layers * per_layer + tokens * shape.checkpoint_bytes_per_token()
+    return shape.layers * per_layer + tokens * (6 * shape.hidden + 12)  # + the final norm's tensors
 
 
 def _fused_head_bytes(job: TrainingJob) -> float:
