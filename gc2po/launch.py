@@ -1,0 +1,209 @@
+"""Launching ``gc2po train`` under ``accelerate launch`` (one SLURM task, N processes).
+
+A launcher is a mapping from the workflow config::
+
+    launcher:
+      config_file: config/accelerate/deepspeed_zero3.yaml   # an accelerate config
+      num_processes: 8                                      # one process per GPU
+      main_process_port: 0                                  # optional; 0 = a free port
+
+:func:`validate_launcher` checks it against the run's trainer settings before any job starts;
+:func:`launcher_command` builds the command line (and refuses a DeepSpeed config where
+deepspeed is not installed: that is a property of the machine that runs the job, not of the
+config). No trl import.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+LAUNCHER_KEYS = ("config_file", "num_processes", "main_process_port")
+# accelerate's DistributedType values that run one process per device
+MULTI_PROCESS_TYPES = ("MULTI_GPU", "MULTI_CPU", "DEEPSPEED", "FSDP")
+# TRL 1.16, GRPOConfig.ds3_gather_for_generation: "Disabling this option is not compatible with
+# vLLM generation."
+DS3_VLLM_MESSAGE = "TRL 1.16 documents that disabling it is not compatible with vLLM generation"
+
+
+@dataclass(frozen=True)
+class AccelerateSettings:
+    """What gc2po needs to know about an accelerate config file."""
+
+    path: Path
+    distributed_type: str
+    num_processes: int | None  # as written in the file (None: not set, the launcher decides)
+    use_cpu: bool
+    deepspeed_config_file: Path | None  # resolved against the accelerate config's folder
+    zero_stage: int | None  # DeepSpeed ZeRO stage; None without DeepSpeed
+    bf16: bool | str | None  # DeepSpeed bf16.enabled as written (True, False or "auto")
+
+    @property
+    def uses_deepspeed(self) -> bool:
+        return self.distributed_type == "DEEPSPEED"
+
+
+def _fail(where: str, key: str, message: str) -> ValueError:
+    return ValueError(f"{where}.{key}: {message}")
+
+
+def _read_mapping(path: Path, where: str, key: str, loader) -> dict:
+    try:
+        data = loader(path.read_text())
+    except (OSError, ValueError, yaml.YAMLError) as err:
+        raise _fail(where, key, f"cannot read {path}: {err}") from err
+    if not isinstance(data, dict):
+        raise _fail(where, key, f"{path} must hold a mapping, got {type(data).__name__}")
+    return data
+
+
+def _deepspeed_settings(config: dict, path: Path, where: str) -> tuple[Path | None, int, Any]:
+    """(resolved deepspeed_config_file, ZeRO stage, bf16.enabled) of a DEEPSPEED config."""
+    plugin = config.get("deepspeed_config") or {}
+    file_name = plugin.get("deepspeed_config_file")
+    if file_name is None:  # everything in the accelerate file (accelerate's default stage: 2)
+        return None, int(plugin.get("zero_stage", 2)), None
+    ds_path = (path.parent / file_name).resolve()
+    if not ds_path.is_file():
+        raise _fail(where, "config_file", f"{path}: deepspeed_config.deepspeed_config_file "
+                                          f"{file_name!r} not found (looked for {ds_path})")
+    ds_config = _read_mapping(ds_path, where, "config_file", json.loads)
+    stage = (ds_config.get("zero_optimization") or {}).get("stage")
+    if stage not in (0, 1, 2, 3):
+        raise _fail(where, "config_file", f"{ds_path}: zero_optimization.stage must be 0-3, got {stage!r}")
+    return ds_path, stage, (ds_config.get("bf16") or {}).get("enabled", False)
+
+
+def _check_with_accelerate(path: Path, where: str) -> None:
+    """Load the file the way ``accelerate launch`` does (unknown keys, bad values)."""
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    try:
+        ClusterConfig.from_yaml_file(str(path))
+    except (TypeError, ValueError) as err:
+        raise _fail(where, "config_file", f"accelerate rejects {path}: {err}") from err
+
+
+def read_accelerate_config(config_file: str | Path, where: str = "launcher") -> AccelerateSettings:
+    """Parse an accelerate config (YAML) and, for DeepSpeed, the JSON it points to.
+
+    Raises ValueError naming ``<where>.config_file`` when a file is missing or malformed.
+    """
+    path = Path(config_file)
+    if not path.is_file():
+        raise _fail(where, "config_file", f"accelerate config {str(config_file)!r} not found "
+                                          f"(resolved against {Path.cwd()})")
+    config = _read_mapping(path, where, "config_file", yaml.safe_load)
+    _check_with_accelerate(path, where)
+    distributed_type = config.get("distributed_type")
+    if not isinstance(distributed_type, str):
+        raise _fail(where, "config_file", f"{path}: distributed_type is missing")
+    num_processes = config.get("num_processes")
+    if num_processes is not None and not isinstance(num_processes, int):
+        raise _fail(where, "config_file", f"{path}: num_processes must be an int, got {num_processes!r}")
+    ds_file, stage, bf16 = (None, None, None)
+    if distributed_type == "DEEPSPEED":
+        ds_file, stage, bf16 = _deepspeed_settings(config, path, where)
+    return AccelerateSettings(path=path, distributed_type=distributed_type,
+                              num_processes=None if num_processes in (None, -1) else num_processes,
+                              use_cpu=bool(config.get("use_cpu", False)), deepspeed_config_file=ds_file,
+                              zero_stage=stage, bf16=bf16)
+
+
+def _check_launcher_keys(launcher: Any, where: str) -> None:
+    if not isinstance(launcher, Mapping):
+        raise ValueError(f"{where}: must be a mapping with {list(LAUNCHER_KEYS)}, got {launcher!r}")
+    unknown = sorted(set(launcher) - set(LAUNCHER_KEYS))
+    if unknown:
+        raise _fail(where, unknown[0], f"unknown key; valid keys: {list(LAUNCHER_KEYS)}")
+    for key in ("config_file", "num_processes"):
+        if key not in launcher:
+            raise _fail(where, key, "missing")
+    num = launcher["num_processes"]
+    if isinstance(num, bool) or not isinstance(num, int) or num < 1:
+        raise _fail(where, "num_processes", f"must be an int >= 1, got {num!r}")
+    port = launcher.get("main_process_port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
+        raise _fail(where, "main_process_port", f"must be an int in [0, 65535] (0: a free port), got {port!r}")
+
+
+def _check_process_count(settings: AccelerateSettings, num: int, where: str) -> None:
+    if settings.num_processes is not None and settings.num_processes != num:
+        raise _fail(where, "num_processes", f"{num} disagrees with num_processes: {settings.num_processes} "
+                                            f"in {settings.path}")
+    if num > 1 and settings.distributed_type not in MULTI_PROCESS_TYPES:
+        raise _fail(where, "num_processes", f"{num} processes need a multi-process accelerate config "
+                                            f"({list(MULTI_PROCESS_TYPES)}); {settings.path} has "
+                                            f"distributed_type {settings.distributed_type}")
+
+
+def _check_deepspeed_trainer(settings: AccelerateSettings, trainer: Mapping, where: str) -> None:
+    if isinstance(settings.bf16, bool) and settings.bf16 != bool(trainer.get("bf16", False)):
+        raise _fail(where, "config_file", f"{settings.deepspeed_config_file or settings.path} sets bf16 "
+                                          f"{'on' if settings.bf16 else 'off'} but trainer.bf16 is "
+                                          f"{trainer.get('bf16', '(not set)')!r}; make them agree")
+    if settings.zero_stage == 3 and trainer.get("use_vllm") and trainer.get("ds3_gather_for_generation") is False:
+        raise ValueError(f"trainer.ds3_gather_for_generation: false with use_vllm under DeepSpeed ZeRO-3 "
+                         f"({settings.path}): {DS3_VLLM_MESSAGE}; set it to true (vLLM gathers the "
+                         f"weights one parameter at a time when it syncs them anyway)")
+
+
+def _check_vllm(trainer: Mapping, num: int) -> None:
+    if not trainer.get("use_vllm") or trainer.get("vllm_mode", "colocate") != "colocate":
+        return
+    tp = trainer.get("vllm_tensor_parallel_size", 1)
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1 or num % tp:
+        # TRL raises this only after the model is loaded (VLLMGeneration._init_vllm)
+        raise ValueError(f"trainer.vllm_tensor_parallel_size: {tp!r} must be an int >= 1 dividing the "
+                         f"launcher's num_processes ({num}) in colocate mode")
+
+
+def validate_launcher(launcher: Any, trainer: Mapping[str, Any], where: str = "launcher") -> AccelerateSettings:
+    """Check a launcher mapping against the run's trainer settings; return the parsed config.
+
+    Raises ValueError naming the key: ``num_processes`` not an int >= 1 or disagreeing with the
+    accelerate config's, a missing accelerate (or DeepSpeed JSON) config, DeepSpeed bf16 that
+    disagrees with ``trainer.bf16``, ZeRO-3 with ``use_vllm`` and
+    ``ds3_gather_for_generation: false`` (the one vLLM mode TRL 1.16 documents as unsupported
+    under ZeRO-3; colocate and server mode, with or without sleep mode, are supported), and a
+    colocated vLLM tensor-parallel size that does not divide the process count.
+    Does not check that deepspeed is installed (:func:`launcher_command` does).
+    """
+    _check_launcher_keys(launcher, where)
+    num = launcher["num_processes"]
+    settings = read_accelerate_config(launcher["config_file"], where)
+    _check_process_count(settings, num, where)
+    if settings.uses_deepspeed:
+        _check_deepspeed_trainer(settings, trainer, where)
+    _check_vllm(trainer, num)
+    return settings
+
+
+def launcher_command(launcher: Mapping[str, Any], run_config_path: str | Path) -> list[str]:
+    """The command that runs ``gc2po train --config <run_config_path>`` on N processes.
+
+    ``[env ACCELERATE_USE_CPU=true] python -m accelerate.commands.launch --config_file C
+    --num_processes N --main_process_port P [--deepspeed_config_file J] -m gc2po.cli train
+    --config R`` (``python -m accelerate.commands.launch`` is ``accelerate launch`` run by this
+    interpreter). Port 0 (the default) lets accelerate pick a free one, so concurrent jobs on a
+    node do not collide.
+    """
+    _check_launcher_keys(launcher, "launcher")
+    settings = read_accelerate_config(launcher["config_file"])
+    if settings.uses_deepspeed and importlib.util.find_spec("deepspeed") is None:
+        raise ValueError(f"launcher.config_file: {settings.path} uses DeepSpeed, which is not installed "
+                         f"here (pip install -e '.[gpu]')")
+    command = ["env", "ACCELERATE_USE_CPU=true"] if settings.use_cpu else []
+    command += [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(settings.path),
+                "--num_processes", str(launcher["num_processes"]),
+                "--main_process_port", str(launcher.get("main_process_port", 0))]
+    if settings.deepspeed_config_file is not None:
+        command += ["--deepspeed_config_file", str(settings.deepspeed_config_file)]
+    return command + ["-m", "gc2po.cli", "train", "--config", str(run_config_path)]
