@@ -1,14 +1,19 @@
 """Tokenizers and small models built locally, loadable exactly like Hub models.
 
-``train_tokenizer`` trains a byte-level BPE on a corpus and wraps it as a
-``PreTrainedTokenizerFast`` with a chat template; ``build_causal_lm`` makes a randomly
-initialised Llama/Qwen2 model from a few size parameters. Both save with ``save_pretrained``
-and load back with the ``Auto*`` classes, the code path used for Hub checkpoints.
+``train_tokenizer`` trains a byte-level BPE on a corpus; ``synthetic_tokenizer`` builds a
+byte-level BPE of any vocabulary size from letter n-grams, for random models of a real shape
+(benchmarks). Both register the special tokens, chat tags and episode tags and carry a chat
+template. ``build_causal_lm`` makes a randomly initialised Llama/Qwen2 model. Everything saves
+with ``save_pretrained`` and loads back through the ``Auto*`` classes, the code path used for Hub
+checkpoints; ``check_reload`` proves a saved tokenizer encodes a prompt to the same ids.
 """
 
 from __future__ import annotations
 
+import itertools
+import string
 from collections.abc import Iterable
+from pathlib import Path
 
 SPECIAL_TOKENS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|user|>", "<|assistant|>"]
 # Episode tags become single tokens so segmentation boundaries fall on token boundaries.
@@ -32,7 +37,6 @@ def train_tokenizer(
     makes arithmetic learnable for a tiny model.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -42,7 +46,6 @@ def train_tokenizer(
         else byte_level
     )
     tokenizer.decoder = decoders.ByteLevel()
-    extra = EPISODE_TAGS if episode_tags else []
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         special_tokens=SPECIAL_TOKENS,
@@ -50,19 +53,66 @@ def train_tokenizer(
         show_progress=False,
     )
     tokenizer.train_from_iterator(list(corpus), trainer=trainer)
-    if extra:
-        from tokenizers import AddedToken
+    return _wrap(tokenizer, episode_tags)
 
-        tokenizer.add_tokens([AddedToken(tag, normalized=False) for tag in extra])
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        pad_token="<|pad|>",
-        bos_token="<|bos|>",
-        eos_token="<|eos|>",
-    )
+
+def _wrap(tokenizer, episode_tags: bool):
+    """A tokenizers.Tokenizer -> PreTrainedTokenizerFast with our specials, tags and chat template."""
+    from tokenizers import AddedToken
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    if episode_tags:
+        tokenizer.add_tokens([AddedToken(tag, normalized=False) for tag in EPISODE_TAGS])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<|pad|>", bos_token="<|bos|>",
+                                   eos_token="<|eos|>")
     fast.chat_template = CHAT_TEMPLATE
     fast.padding_side = "left"  # decoder-only generation pads on the left
     return fast
+
+
+def synthetic_tokenizer(vocab_size: int, *, episode_tags: bool = True):
+    """A byte-level BPE with exactly ``vocab_size`` tokens (specials and tags included): the 256
+    byte symbols, then merges forming letter bigrams, trigrams, ... Every id decodes to text, and
+    it reloads as itself under model types whose own tokenizer class is BPE (Qwen2Tokenizer)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    extra = len(SPECIAL_TOKENS) + (len(EPISODE_TAGS) if episode_tags else 0)
+    target = vocab_size - extra
+    vocab = {symbol: i for i, symbol in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    if target < len(vocab):
+        raise ValueError(f"vocab_size must be >= {len(vocab) + extra}, got {vocab_size}")
+    merges, grams = [], list(string.ascii_lowercase)
+    while len(vocab) < target:
+        longer = []
+        for left, right in itertools.product(grams, string.ascii_lowercase):
+            if len(vocab) >= target:
+                break
+            merges.append((left, right))
+            vocab[left + right] = len(vocab)
+            longer.append(left + right)
+        grams = longer
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    return _wrap(tokenizer, episode_tags)
+
+
+def check_reload(tokenizer, path: str | Path) -> list[int]:
+    """Reload the tokenizer saved at ``path`` through ``AutoTokenizer`` (as a Hub checkpoint
+    would be) and check it encodes a chat prompt to the same non-empty ids; returns the ids."""
+    from transformers import AutoTokenizer
+
+    messages = [{"role": "user", "content": "Ana has 3 apples and gets 4 more. <episode_1> 3+4=7 </episode_1>"}]
+    want = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)["input_ids"]
+    reloaded = AutoTokenizer.from_pretrained(path)
+    got = reloaded.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)["input_ids"]
+    if not want or got != want:
+        raise ValueError(f"{path}: the tokenizer does not reload as itself ({type(reloaded).__name__} encodes the "
+                         f"test prompt to {got[:12]}..., the original to {want[:12]}...)")
+    if tokenizer.pad_token_id in want:
+        raise ValueError(f"{path}: the test prompt encodes to the pad id {tokenizer.pad_token_id} (unknown text?)")
+    return want
 
 
 def build_causal_lm(

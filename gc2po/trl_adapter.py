@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from trl.models.utils import unwrap_model_for_generation
 
 from gc2po.config import GC2POConfig
 from gc2po.core.counterfactual import counterfactual_reward
+from gc2po.distributed import gathered_lm_head
 from gc2po.episodes import EpisodeStates, StateCapture, episode_end_positions, segment_completions
 from gc2po.methods import RolloutBatch, get_method
 from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
@@ -212,7 +212,7 @@ class GC2POTrainer(GRPOTrainer):
         all_key, all_u = self._gather_rows(key, states.u)
         order = all_key.argsort()
         all_key, all_u = all_key[order], all_u[order]
-        with self._full_output_embeddings() as (weight, bias):
+        with gathered_lm_head(self.accelerator.unwrap_model(self.model)) as (weight, bias):  # whole under ZeRO-3
             cf = counterfactual_reward(
                 all_u, weight, perturbation=args.perturbation_spec(), num_samples=args.num_perturbations,
                 tau=args.cf_tau, lambda_exp=args.lambda_exp, lambda_sta=args.lambda_sta, eps_u=args.cf_eps_u,
@@ -233,12 +233,6 @@ class GC2POTrainer(GRPOTrainer):
         all_key, all_values = self.accelerator.gather(padded_key), self.accelerator.gather(padded_values)
         keep = all_key >= 0
         return all_key[keep], all_values[keep]
-
-    @contextmanager
-    def _full_output_embeddings(self):
-        """The LM head's weight [V, d] and bias, whole on this rank."""
-        head = self.accelerator.unwrap_model(self.model).get_output_embeddings()
-        yield head.weight, getattr(head, "bias", None)
 
     def _perturbation_generator(self, device) -> torch.Generator:
         """Seeded from (seed, optimizer step, micro-step), the same on every process: a resumed run
