@@ -289,6 +289,7 @@ def run_candidate(message: dict) -> None:
         flush_output()
         send_frame(answers, RAISED, describe(error).encode("utf-8", "replace"))
         return
+    flush_output()
     send_frame(answers, READY, b"")
     while (frame := receive_frame(calls)) is not None:
         tag, payload = answer(function, frame[1])

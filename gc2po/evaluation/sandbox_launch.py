@@ -268,11 +268,13 @@ def _start(setup: SandboxSetup, cgroup: SampleCgroup | None, workdir: str | None
 
 
 def _kill(process: subprocess.Popen) -> None:
-    """Kill the sample's process group (bubblewrap's --die-with-parent then takes the sandbox down)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    """Kill the sample's process group (bubblewrap's --die-with-parent then takes the sandbox down).
+    Not once reaped: the number may then belong to another process."""
+    if process.returncode is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     process.wait()
 
 
