@@ -247,7 +247,19 @@ def run_contained(setup: SandboxSetup, message: dict, limits: Limits, with_verdi
         if cgroup is not None:
             cgroup.remove()
         if workdir is not None:
-            shutil.rmtree(workdir, ignore_errors=True)
+            _remove_tree(workdir)
+
+
+def _remove_tree(path: str) -> None:
+    """Remove the weak mode's work dir whatever the sample left there. Root removes any folder;
+    another user first makes the sample's folders searchable (the sample ran as that same user,
+    so chmod grants it nothing)."""
+    if os.geteuid() != 0:
+        for root, dirs, _ in os.walk(path):
+            for name in dirs:
+                if not os.path.islink(os.path.join(root, name)):
+                    os.chmod(os.path.join(root, name), 0o700)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _start(setup: SandboxSetup, cgroup: SampleCgroup | None, workdir: str | None, output: int,
