@@ -159,7 +159,7 @@ class Candidate:
         request_read, request_write = os.pipe()
         calls_read, answers_write, request_read = map(_above_targets, (calls_read, answers_write, request_read))
         self.pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", BOOTSTRAP],
-                                  {}, file_actions=[(os.POSIX_SPAWN_DUP2, request_read, 0),
+                                  dict(os.environ), file_actions=[(os.POSIX_SPAWN_DUP2, request_read, 0),
                                                     (os.POSIX_SPAWN_DUP2, calls_read, CANDIDATE_CALLS_FD),
                                                     (os.POSIX_SPAWN_DUP2, answers_write, CANDIDATE_ANSWERS_FD)])
         for fd in (calls_read, answers_write, request_read):

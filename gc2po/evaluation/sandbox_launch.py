@@ -218,20 +218,23 @@ class RawRun:
 def run_contained(setup: SandboxSetup, message: dict, limits: Limits, with_verdict: bool) -> RawRun:
     """Run one sample (``message`` for sandbox_harness.main) and collect its pipes until it ends or
     the wall-clock limit passes; every process of the sample is gone when this returns."""
-    cgroup = None
-    if setup.cgroups is not None:
-        cgroup = create_sample_cgroup(setup.cgroups, limits.memory_mb << 20, limits.max_processes)
-    workdir = tempfile.mkdtemp(prefix="gc2po-sandbox-") if setup.mode == "weak" else None
-    verdict_read, verdict_write = os.pipe()
-    output_read, output_write = os.pipe()
-    process = None
+    cgroup = workdir = process = None
+    fds: list[int] = []
     try:
+        if setup.cgroups is not None:
+            cgroup = create_sample_cgroup(setup.cgroups, limits.memory_mb << 20, limits.max_processes)
+        if setup.mode == "weak":
+            workdir = tempfile.mkdtemp(prefix="gc2po-sandbox-")
+        verdict_read, verdict_write = os.pipe()
+        fds += [verdict_read, verdict_write]
+        output_read, output_write = os.pipe()
+        fds += [output_read, output_write]
         if with_verdict:
             message = {**message, "verdict_fd": verdict_write}
         process = _start(setup, cgroup, workdir, output_write, verdict_write if with_verdict else None)
         for fd in (output_write, verdict_write):  # the sandbox holds the only write ends now
             os.close(fd)
-        output_write = verdict_write = None
+            fds.remove(fd)
         run = _collect(process, _encode(setup, message, limits), output_read, verdict_read, limits)
         if cgroup is not None:
             run.memory_peak_bytes = cgroup.memory_peak_bytes()
@@ -241,9 +244,8 @@ def run_contained(setup: SandboxSetup, message: dict, limits: Limits, with_verdi
         if process is not None:
             _kill(process)
             process.stdin.close()
-        for fd in (verdict_read, verdict_write, output_read, output_write):
-            if fd is not None:
-                os.close(fd)
+        for fd in fds:
+            os.close(fd)
         if cgroup is not None:
             cgroup.remove()
         if workdir is not None:
