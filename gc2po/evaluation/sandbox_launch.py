@@ -34,10 +34,9 @@ INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")  # tried after the
 WEAK_ENV = "GC2PO_ALLOW_WEAK_SANDBOX"
 HARNESS_SOURCE = Path(sandbox_harness.__file__).read_text()
 ENTER_CGROUPS = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
-PROBE = ("import json, os, sys, sysconfig; lib = sysconfig.get_config_var('LIBDIR');"
-         "shared = sysconfig.get_config_var('Py_ENABLE_SHARED');"
-         "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in sys.path if os.path.isdir(p)]"
-         " + ([lib] if shared and lib else [])}))")
+# what an interpreter loads from: its sys.path under -I -S, and LIBDIR (libpython, libffi, ...)
+PROBE = ("import json, os, sys, sysconfig; paths = [*sys.path, sysconfig.get_config_var('LIBDIR') or ''];"
+         "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in paths if os.path.isdir(p)]}))")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -97,8 +96,7 @@ def _nobody(as_nobody: bool) -> dict:
 
 
 def _interpreter_paths(interpreter: str, as_nobody: bool) -> list[str] | None:
-    """The directories ``interpreter -I -S`` needs (stdlib, extension modules, libpython), or None
-    when the sandbox user cannot run it."""
+    """The directories ``interpreter -I -S`` loads from, or None when the sandbox user cannot run it."""
     try:
         done = subprocess.run([interpreter, "-I", "-S", "-c", PROBE], capture_output=True, text=True, timeout=60,
                               env={}, cwd="/", **_nobody(as_nobody))
