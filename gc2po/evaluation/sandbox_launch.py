@@ -193,7 +193,8 @@ def _weak_setup(why: str) -> SandboxSetup:
     as_nobody = os.geteuid() == 0
     interpreter, _ = _find_interpreter(as_nobody)
     return SandboxSetup("weak", interpreter, as_nobody,
-                        description=f"WEAK sandbox ({why}): no namespaces, rlimits and the verdict channel only")
+                        description=f"WEAK sandbox ({why}): no namespaces, rlimits and the harness's verdict only"
+                                    + ("" if as_nobody else "; a program run as this same user can reach the grader"))
 
 
 def _encode(setup: SandboxSetup, message: dict, limits: Limits) -> bytes:

@@ -4,8 +4,11 @@ where bubblewrap cannot run unless the weaker mode is asked for."""
 
 import dataclasses
 import os
+import shutil
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -201,13 +204,21 @@ def test_code_is_refused_where_bubblewrap_cannot_run(no_bubblewrap, problems):
         grade_code(problems["HumanEval/0"]["canonical_solution"], problems["HumanEval/0"])
 
 
-def test_a_bubblewrap_that_cannot_start_is_refused(monkeypatch, tmp_path):
-    fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    real_which = sandbox_launch.shutil.which
-    monkeypatch.setattr(sandbox_launch.shutil, "which", lambda name: str(fake) if name == "bwrap" else real_which(name))
-    assert "bubblewrap cannot start a sandbox here" in sandbox_launch._probe_bubblewrap.__wrapped__()
+def test_a_bubblewrap_that_cannot_start_is_refused(monkeypatch):
+    folder = tempfile.mkdtemp(prefix="gc2po-fake-bwrap-")  # one the sandbox user (nobody, as root) can run from
+    try:
+        os.chmod(folder, 0o755)
+        fake = Path(folder) / "bwrap"
+        fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+        fake.chmod(0o755)
+        real_which = sandbox_launch.shutil.which
+        monkeypatch.setattr(sandbox_launch.shutil, "which",
+                            lambda name: str(fake) if name == "bwrap" else real_which(name))
+        problem = sandbox_launch._probe_bubblewrap.__wrapped__()
+        assert "bubblewrap cannot start a sandbox here" in problem
+        assert "No permissions to create new namespace" in problem and "user namespaces" in problem
+    finally:
+        shutil.rmtree(folder)
 
 
 @pytest.mark.parametrize("opt_in", ["keyword", "environment"])
