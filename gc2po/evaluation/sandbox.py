@@ -1,7 +1,7 @@
 """Run model-written Python (HumanEval completions, code rewards) in a sandbox it can neither fool
 nor escape.
 
-Each sample runs in bubblewrap (``gc2po.evaluation.sandbox_launch``): new user, PID, network, IPC,
+Each sample runs in bubblewrap (``sandbox_host``, ``sandbox_launch``): new user, PID, network, IPC,
 UTS and cgroup namespaces, ``--die-with-parent``, ``--new-session``, no capabilities, no further
 user namespaces, a read-only view of only the interpreter and the C libraries, a 64 MB private
 tmpfs as the only writable place, an empty environment; as root it runs as ``nobody``. Memory and
@@ -20,15 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gc2po.evaluation.sandbox_launch import (
+from gc2po.evaluation.sandbox_host import (
     WEAK_ENV,
     Limits,
-    RawRun,
     SandboxSetup,
     SandboxUnavailable,
-    run_contained,
     sandbox_setup,
 )
+from gc2po.evaluation.sandbox_launch import RawRun, run_contained
 
 __all__ = ["WEAK_ENV", "SandboxResult", "SandboxUnavailable", "extract_code", "grade_code", "humaneval_program",
            "pass_at_k", "run_humaneval", "run_python", "sandbox_description"]

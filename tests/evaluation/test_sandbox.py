@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gc2po.evaluation import sandbox, sandbox_launch
+from gc2po.evaluation import sandbox, sandbox_host
 from gc2po.evaluation.sandbox import (
     SandboxUnavailable,
     extract_code,
@@ -65,10 +65,10 @@ def problems():
 def memory_mode(request, monkeypatch):
     """The machine's own setup (a cgroup per sample as root where one can be made), and the
     fallback without a cgroup: RLIMIT_NPROC x RLIMIT_AS inside the sample's user namespace."""
-    setup = sandbox_launch.sandbox_setup()
+    setup = sandbox_host.sandbox_setup()
     if request.param == "rlimits-only":
         setup = dataclasses.replace(setup, cgroups=None)
-        monkeypatch.setattr(sandbox_launch, "_probe_bubblewrap", lambda: setup)
+        monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: setup)
     return setup
 
 
@@ -182,7 +182,7 @@ def test_the_setup_is_described():
     assert description.startswith("bubblewrap")
     if os.geteuid() == 0:
         assert "as nobody" in description
-    layout = sandbox_launch.sandbox_setup().cgroups
+    layout = sandbox_host.sandbox_setup().cgroups
     assert ("cgroup v" in description) == (layout is not None)
 
 
@@ -190,12 +190,12 @@ def test_the_setup_is_described():
 @pytest.fixture
 def no_bubblewrap(monkeypatch, tmp_path):
     """This machine as if bubblewrap were missing (the real probe, with ``bwrap`` off the PATH)."""
-    real_which = sandbox_launch.shutil.which
-    monkeypatch.setattr(sandbox_launch.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
-    problem = sandbox_launch._probe_bubblewrap.__wrapped__()
-    monkeypatch.setattr(sandbox_launch, "_probe_bubblewrap", lambda: problem)
-    monkeypatch.delenv(sandbox_launch.WEAK_ENV, raising=False)
-    monkeypatch.setattr(sandbox_launch.tempfile, "tempdir", str(tmp_path))  # where the weak mode's work dirs go
+    real_which = sandbox_host.shutil.which
+    monkeypatch.setattr(sandbox_host.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    problem = sandbox_host._probe_bubblewrap.__wrapped__()
+    monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: problem)
+    monkeypatch.delenv(sandbox_host.WEAK_ENV, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the weak mode's work dirs go
     return problem
 
 
@@ -212,10 +212,10 @@ def test_a_bubblewrap_that_cannot_start_is_refused(monkeypatch):
         fake = Path(folder) / "bwrap"
         fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
         fake.chmod(0o755)
-        real_which = sandbox_launch.shutil.which
-        monkeypatch.setattr(sandbox_launch.shutil, "which",
+        real_which = sandbox_host.shutil.which
+        monkeypatch.setattr(sandbox_host.shutil, "which",
                             lambda name: str(fake) if name == "bwrap" else real_which(name))
-        problem = sandbox_launch._probe_bubblewrap.__wrapped__()
+        problem = sandbox_host._probe_bubblewrap.__wrapped__()
         assert "bubblewrap cannot start a sandbox here" in problem
         assert "No permissions to create new namespace" in problem and "user namespaces" in problem
     finally:
@@ -227,7 +227,7 @@ def test_the_weak_mode_runs_only_when_asked_and_still_grades_by_verdict(no_bubbl
                                                                          tmp_path):
     keyword = {"allow_weak_sandbox": True} if opt_in == "keyword" else {}
     if opt_in == "environment":
-        monkeypatch.setenv(sandbox_launch.WEAK_ENV, "1")
+        monkeypatch.setenv(sandbox_host.WEAK_ENV, "1")
     assert sandbox_description(True).startswith("WEAK sandbox (bubblewrap is not installed")
     p = problems["HumanEval/0"]
     assert grade_code(p["canonical_solution"], p, **keyword)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gc2po.evaluation import sandbox_cgroup, sandbox_launch
+from gc2po.evaluation import sandbox_cgroup, sandbox_host
 from gc2po.evaluation.sandbox import run_python
 from tests.system_packages import ensure_debian_packages
 
@@ -69,7 +69,7 @@ def test_every_sample_cgroup_is_removed_after_its_run():
     reason = ensure_debian_packages({"bwrap": "bubblewrap"})
     if reason:
         pytest.skip(reason)
-    layout = sandbox_launch.sandbox_setup().cgroups
+    layout = sandbox_host.sandbox_setup().cgroups
     if layout is None:
         pytest.skip("this machine gives the grader no per-sample cgroup (not root, or no controllers)")
     ours = f"gc2po-{os.getpid()}-"

@@ -1,6 +1,8 @@
 """Hostile programs, one test per class of issue #19, each through the grader's own path with its
 default limits (a shorter wall-clock limit only where the program is meant to hang); after each
-one a wrong solution must still fail and a correct one pass."""
+one a wrong solution must still fail and a correct one pass (``grade_code``). Hostile samples go
+through ``run_humaneval``, what ``grade_code`` runs (their code has no fenced block for
+``extract_code`` to take), to see the status, reason and output as well."""
 
 import dataclasses
 import json
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gc2po.evaluation import sandbox_launch
+from gc2po.evaluation import sandbox_host
 from gc2po.evaluation.sandbox import grade_code, run_humaneval
 from tests.system_packages import ensure_debian_packages
 
@@ -41,8 +43,8 @@ def grade(completion: str, **limits):
 
 
 def assert_later_samples_graded_right():
-    assert not grade_code(WRONG, PROBLEM)
-    assert grade_code(CORRECT, PROBLEM)
+    assert grade_code(WRONG, PROBLEM) is False
+    assert grade_code(CORRECT, PROBLEM) is True
 
 
 def as_sample_user() -> dict:
@@ -184,11 +186,11 @@ def test_kill_minus_one_reaches_only_the_sample():
 @pytest.fixture(params=["bubblewrap", "weak"])
 def mode(request, monkeypatch, tmp_path):
     if request.param == "weak":  # a work dir on the host exists only here
-        monkeypatch.setattr(sandbox_launch, "_probe_bubblewrap", lambda: "pretend bubblewrap is missing")
-        monkeypatch.setenv(sandbox_launch.WEAK_ENV, "1")
+        monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: "pretend bubblewrap is missing")
+        monkeypatch.setenv(sandbox_host.WEAK_ENV, "1")
         workdirs = tmp_path / "workdirs"
         workdirs.mkdir()
-        monkeypatch.setattr(sandbox_launch.tempfile, "tempdir", str(workdirs))
+        monkeypatch.setattr(tempfile, "tempdir", str(workdirs))
     return request.param
 
 
@@ -280,7 +282,7 @@ def test_no_socket_reaches_a_host_listener():
                    ("AF_INET", listeners[2].getsockname())]
         program = CONNECT.format(targets=targets)
         # control: the same program outside the sandbox, as the same host user, does connect
-        interpreter = sandbox_launch.sandbox_setup().interpreter
+        interpreter = sandbox_host.sandbox_setup().interpreter
         outside = subprocess.run([interpreter, "-I", "-S", "-c", program], capture_output=True, text=True,
                                  timeout=30, cwd="/", **as_sample_user())
         assert outside.stdout.count("connected") == 3, outside
@@ -302,10 +304,10 @@ def test_no_socket_reaches_a_host_listener():
 
 @pytest.fixture(params=["as-detected", "rlimits-only"])
 def memory_mode(request, monkeypatch):
-    setup = sandbox_launch.sandbox_setup()
+    setup = sandbox_host.sandbox_setup()
     if request.param == "rlimits-only":
         setup = dataclasses.replace(setup, cgroups=None)
-        monkeypatch.setattr(sandbox_launch, "_probe_bubblewrap", lambda: setup)
+        monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: setup)
     return setup
 
 
@@ -330,13 +332,14 @@ time.sleep(60)
 '''
     start = time.monotonic()
     result = grade(program, timeout=5)  # the program holds its memory until killed
-    assert result.status in ("timeout", "failed") and time.monotonic() - start < 15
+    seconds = time.monotonic() - start
+    assert result.status in ("timeout", "failed") and seconds < 15, (seconds, result)
     memory_mb = 1024  # the default limit
     assert_later_samples_graded_right()
     if memory_mode.cgroups is None:  # each process may hold (1024 - 64) / 8 MB, so no 300 MB block fits
-        assert result.output.count("held") == 0 and "memory refused" in result.output
+        assert result.output.count("held") == 0 and "memory refused" in result.output, result
     elif result.memory_peak_bytes is not None:  # the kernel's count for the whole sample
-        assert 300 << 20 <= result.memory_peak_bytes <= memory_mb << 20
+        assert 300 << 20 <= result.memory_peak_bytes <= memory_mb << 20, result
     else:
         pytest.skip("this kernel's cgroup v2 has no memory.peak (Linux < 5.19): the sample's peak is unknown")
 
@@ -373,12 +376,13 @@ def test_killing_the_parent_as_an_ordinary_user_harms_no_one(tmp_path):
         grader_user = as_sample_user()
         package_root = Path(tempfile.mkdtemp(prefix="gc2po-ordinary-"))
         (package_root / "gc2po" / "evaluation").mkdir(parents=True)
-        for module in ["__init__.py", "evaluation/__init__.py", "evaluation/sandbox.py",
-                       "evaluation/sandbox_launch.py", "evaluation/sandbox_cgroup.py", "evaluation/sandbox_harness.py"]:
-            shutil.copy(CHECKOUT / "gc2po" / module, package_root / "gc2po" / module)
+        source = CHECKOUT / "gc2po"
+        for module in [source / "__init__.py", source / "evaluation" / "__init__.py",
+                       *(source / "evaluation").glob("sandbox*.py")]:
+            shutil.copy(module, package_root / module.relative_to(CHECKOUT))
         os.chmod(package_root, 0o755)
     try:
-        interpreter = sandbox_launch.sandbox_setup().interpreter  # one the sample user can run
+        interpreter = sandbox_host.sandbox_setup().interpreter  # one the sample user can run
         hostile = WRONG + ("import ctypes, os\nctypes.CDLL(None).kill(os.getppid(), 9)\nos.kill(os.getppid(), 9)\n"
                            "os.kill(1, 9)\nos.kill(-1, 9)\n")
         done = subprocess.run([interpreter, "-I", "-c", ORDINARY_GRADER, str(package_root)],
