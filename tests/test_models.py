@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from gc2po.models import EPISODE_TAGS, SPECIAL_TOKENS, build_causal_lm, check_reload, synthetic_tokenizer
+from gc2po.models import (
+    EPISODE_TAGS,
+    SPECIAL_TOKENS,
+    build_causal_lm,
+    check_reload,
+    synthetic_tokenizer,
+)
 
 
 @pytest.mark.parametrize("architecture", ["qwen2", "llama"])
