@@ -1,6 +1,10 @@
 # GC2PO reproduction workflow: data -> (testbed warm start) -> RL training -> evaluation ->
 # tables, figures, report. Rules live in workflow/rules/, one file per stage.
-configfile: "config/config.yaml"
+# The embedded default; a config given with --configfile replaces it (configs inherit nothing:
+# layer them explicitly, e.g. --configfile config/config.yaml config/ci.yaml).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"

@@ -9,7 +9,29 @@ import sys
 def _train(ns):
     from gc2po.train import load_run_config, train
 
-    train(load_run_config(ns.config, ns.set))
+    run = load_run_config(ns.config, ns.set)
+    for flag in ("resume", "overwrite"):
+        if getattr(ns, flag):
+            run[flag] = True
+    train(run)
+
+
+def _plan(ns):
+    import pandas as pd
+
+    from gc2po.plan import load_config, memory_plan, validate
+
+    config = load_config(ns.configfile)
+    validate(config, where=" ".join(ns.configfile or ["config/config.yaml"]))
+    table = memory_plan(config, gpu_memory_gib=ns.gpu_memory_gib)
+    columns = [c for c in ("base", "run", "method", "seeds", "processes", "per_device_batch", "gradient_accumulation",
+                           "sequences_per_step", "prompts_per_step", "zero_stage", "weights_gib", "gradients_gib",
+                           "optimizer_gib", "reference_gib", "activations_gib", "vllm_kv_cache_gib", "peak_gib", "fits")
+               if c in table.columns]
+    with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_rows", 1000):
+        print(table[columns].to_string(index=False))
+    if "fits" in table.columns and not table["fits"].fillna(True).all():
+        raise ValueError("some training jobs do not fit the GPU memory (fits = False above)")
 
 
 def _eval(ns):
@@ -54,7 +76,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", required=True, help="run config YAML")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a key (trainer.KEY for trainer fields); repeatable")
+    p.add_argument("--resume", action="store_true", help="continue from the last checkpoint of the same run config")
+    p.add_argument("--overwrite", action="store_true", help="start over in a used output_dir (deletes its checkpoints)")
     p.set_defaults(func=_train)
+    p = sub.add_parser("plan", help="the training jobs of a workflow config: batch layout and per-GPU memory")
+    p.add_argument("--configfile", nargs="+", default=None, metavar="YAML",
+                   help="workflow config file(s), merged in order as the Snakefile does (default: config/config.yaml)")
+    p.add_argument("--gpu-memory-gib", type=float, default=None, help="GPU memory to plan for (default: 80 GB)")
+    p.set_defaults(func=_plan)
     p = sub.add_parser("eval", help="evaluate a model on one benchmark")
     p.add_argument("--config", required=True, help="eval config YAML")
     p.add_argument("--model", required=True, help="model directory or Hub id")

@@ -186,13 +186,13 @@ def validate_launcher(launcher: Any, trainer: Mapping[str, Any], where: str = "l
     return settings
 
 
-def launcher_command(launcher: Mapping[str, Any], run_config_path: str | Path) -> list[str]:
+def launcher_command(launcher: Mapping[str, Any], run_config_path: str | Path, python: str = sys.executable) -> list[str]:
     """The command that runs ``gc2po train --config <run_config_path>`` on N processes.
 
     ``[env ACCELERATE_USE_CPU=true] python -m accelerate.commands.launch --config_file C
     --num_processes N --main_process_port P [--deepspeed_config_file J] -m gc2po.cli train
-    --config R`` (``python -m accelerate.commands.launch`` is ``accelerate launch`` run by this
-    interpreter). Port 0 (the default) lets accelerate pick a free one, so concurrent jobs on a
+    --config R`` (``python -m accelerate.commands.launch`` is ``accelerate launch`` run by ``python``,
+    this interpreter by default; the workflow passes the job environment's ``python3``). Port 0 (the default) lets accelerate pick a free one, so concurrent jobs on a
     node do not collide.
     """
     _check_launcher_keys(launcher, "launcher")
@@ -201,7 +201,7 @@ def launcher_command(launcher: Mapping[str, Any], run_config_path: str | Path) -
         raise ValueError(f"launcher.config_file: {settings.path} uses DeepSpeed, which is not installed "
                          f"here (pip install -e '.[gpu]')")
     command = ["env", "ACCELERATE_USE_CPU=true"] if settings.use_cpu else []
-    command += [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(settings.path),
+    command += [python, "-m", "accelerate.commands.launch", "--config_file", str(settings.path),
                 "--num_processes", str(launcher["num_processes"]),
                 "--main_process_port", str(launcher.get("main_process_port", 0))]
     if settings.deepspeed_config_file is not None:

@@ -4,7 +4,8 @@ Length penalty (Arora & Zanette 2025), GVPO (Zhang et al. 2025), GCPO (Gu et al.
 progress rewards (Qu et al. 2025) and ReST-MCTS*'s value targets (Zhang et al. 2024). Each method
 whose advantage is more than one line has one entry point here that ``gc2po.methods`` calls:
 ``length_penalty_advantages``, ``gcpo_advantages``, ``mrt_token_advantages``,
-``rest_selection``; GVPO's is its loss, ``gvpo_loss``.
+``rest_selection``; GVPO's is its loss, ``gvpo_on_policy_loss`` (``gvpo_loss`` is the group form
+it is tested against).
 """
 
 from __future__ import annotations
@@ -88,6 +89,34 @@ def gvpo_loss(
     per_group = torch.zeros(len(groups), dtype=logps.dtype, device=logps.device).index_add(0, inverse, per_sample)
     return per_group.mean()
 
+
+
+def gvpo_on_policy_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor,
+    mask: torch.Tensor,
+    centered_rewards: torch.Tensor,
+    *,
+    beta: float,
+    group_size: int,
+) -> torch.Tensor:
+    """GVPO's loss on on-policy samples, one term per completion, so a group need not be whole in
+    a micro-batch or on a process:
+
+        l_i = -beta K/(K-1) * c_i * sum_t (log pi_theta - log pi_old)_{i,t},   c_i = r_i - mean_group r
+
+    averaged over the rows. At theta = theta_old every implicit reward R_i is 0, so the residual of
+    :func:`gvpo_loss` is d_i = -c_i, and since sum_i d_i = 0 the group mean of grad R drops out:
+    the gradient equals that of ``gvpo_loss`` (averaged over groups) and the value is 0.
+    logps, old_logps, mask [B, T]; centered_rewards [B] (0 for an unscored row) -> scalar.
+    """
+    if beta <= 0:
+        raise ValueError(f"gvpo beta must be > 0, got {beta!r}")
+    if group_size < 2:
+        raise ValueError(f"gvpo needs groups of >= 2 completions, got {group_size}")
+    implicit = ((logps - old_logps) * mask.to(logps.dtype)).sum(-1)  # R_i / beta
+    weight = -beta * group_size / (group_size - 1)
+    return (weight * centered_rewards.to(logps.dtype) * implicit).mean()
 
 # -- MRT (BASELINES 5) -------------------------------------------------------------------------------
 def progress_rewards(success: torch.Tensor, num_boundaries: torch.Tensor, r_out: torch.Tensor, alpha: float) -> torch.Tensor:

@@ -9,6 +9,7 @@ from gc2po.core.baselines import (
     gcpo_reference_logps,
     gcpo_upsilon,
     gvpo_loss,
+    gvpo_on_policy_loss,
     gvpo_weights,
     label_rollout_steps,
     length_penalty_rewards,
@@ -131,3 +132,29 @@ def test_gvpo_loss_leaves_unscored_rows_out():
     lonely = gvpo_loss(logps, old, mask, torch.tensor([0, 0, 1, 1]), centred, beta=0.1,
                        scored=torch.tensor([True, True, False, True]))
     torch.testing.assert_close(lonely, gvpo_loss(logps[:2], old[:2], mask[:2], torch.tensor([0, 0]), centred[:2], beta=0.1) / 2)
+
+
+def test_gvpo_on_policy_loss_has_the_group_loss_gradient_and_no_group_layout():
+    torch.manual_seed(1)
+    K, T = 4, 5
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0])
+    centred = (rewards.view(2, K) - rewards.view(2, K).mean(-1, keepdim=True)).reshape(-1)
+    mask = torch.rand(8, T) > 0.2
+    old = -torch.rand(8, T)
+    grads = {}
+    for name in ("group", "per_row", "shuffled_halves"):
+        logps = old.clone().requires_grad_(True)  # on-policy: theta = theta_old
+        if name == "group":
+            loss = gvpo_loss(logps, old, mask, torch.arange(8) // K, centred, beta=0.1)
+        elif name == "per_row":
+            loss = gvpo_on_policy_loss(logps, old, mask, centred, beta=0.1, group_size=K)
+        else:  # two micro-batches of shuffled rows, averaged as gradient accumulation does
+            perm = torch.tensor([5, 0, 7, 2, 1, 4, 6, 3])
+            halves = [perm[:4], perm[4:]]
+            loss = sum(gvpo_on_policy_loss(logps[h], old[h], mask[h], centred[h], beta=0.1, group_size=K)
+                       for h in halves) / 2
+        assert abs(loss.item()) < 1e-7 or name == "group"
+        loss.backward()
+        grads[name] = logps.grad
+    torch.testing.assert_close(grads["per_row"], grads["group"])
+    torch.testing.assert_close(grads["shuffled_halves"], grads["group"])

@@ -1,33 +1,33 @@
-# Config validation, run expansion and input functions shared by every stage.
+# Config validation, the training jobs (gc2po.plan) and input functions shared by every stage.
 import os
 from pathlib import Path
 
 from snakemake.utils import validate
 
+import gc2po.plan as plan
+
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
+try:  # every training job's GC2POConfig and launcher, before any job runs (no model is loaded)
+    plan.validate(config, where=f"config {config['name']!r}")
+except ValueError as err:
+    raise WorkflowError(str(err)) from None
 
 NAME = config["name"]
 SEEDS = config["seeds"]
-RES = f"resources/{NAME}"
-OUT = f"results/{NAME}"
+RES, OUT = plan.paths(config)
 TESTBED = config["mode"] == "testbed"
 GPU = config["evaluate"]["backend"] == "vllm"  # GPU-sized resources (paper scale) vs CPU-sized ones
 BENCHMARKS = config["evaluate"]["benchmarks"]  # dataset keys evaluated
-BASE_MODELS = config.get("base_models") or {"testbed": {"source": "warm_start", "train_data": "train"}}
+BASE_MODELS = plan.base_models(config)
 DATASETS = config.get("datasets") or {}  # benchmarks mode: dataset key -> loader spec
+RUNS = plan.runs(config)  # run label -> plan.Run (method, own settings, base models it runs on)
+JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config)}
+LAUNCHER = config["train"].get("launcher")  # None: one process, no accelerate
+MODELS = ["base"] + list(RUNS)  # evaluated per base model: the base itself and every run trained on it
 
 
-def _runs():
-    """run label -> {method, trainer overrides}: one per method, plus the lambda sweeps."""
-    runs = {m: {"method": m, "trainer": {}} for m in config["methods"]}
-    for key, values in (config.get("sweeps") or {}).items():
-        for value in values:
-            runs[f"gc2po_{key}_{value}"] = {"method": "gc2po", "trainer": {key: value}}
-    return runs
-
-
-RUNS = _runs()
-MODELS = ["base"] + list(RUNS)  # evaluated per base model: the base itself and every trained run
+def models_of(base):
+    return ["base"] + [label for label, run in RUNS.items() if base in run.bases]
 
 
 wildcard_constraints:
@@ -41,8 +41,7 @@ wildcard_constraints:
 
 def base_model_path(base):
     """What the training script loads: a generated folder or a Hub id / local path."""
-    spec = BASE_MODELS[base]
-    return spec["path"] if spec["source"] == "hub" else f"{RES}/models/{base}"
+    return plan.base_model_path(config, base)
 
 
 def base_model_input(wildcards):
@@ -53,6 +52,10 @@ def base_model_input(wildcards):
 
 def train_data_file(wildcards):
     return f"{RES}/data/{BASE_MODELS[wildcards.base]['train_data']}.jsonl"
+
+
+def training_job(wildcards):
+    return JOBS[(wildcards.base, wildcards.run, int(wildcards.seed))]
 
 
 def eval_model_input(wildcards):
@@ -67,21 +70,27 @@ def eval_model_path(wildcards):
     return f"{OUT}/runs/{wildcards.base}/{wildcards.model}/seed{wildcards.seed}/final"
 
 
-def eval_files(models, benchmarks, bases=None):
-    return expand(f"{OUT}/eval/{{base}}/{{model}}/seed{{seed}}/{{benchmark}}.jsonl", base=bases or list(BASE_MODELS),
-                  model=models, seed=SEEDS, benchmark=benchmarks)
+def seeds_of(model):
+    """Training seeds of a run; the base model is evaluated once per seed of the config."""
+    return SEEDS if model == "base" else list(RUNS[model].seeds)
+
+
+def eval_files(models, benchmarks, bases=None, suffix=""):
+    """Per-sample evaluation files of ``models`` on every base model they exist for."""
+    return [f"{OUT}/eval/{base}/{model}/seed{seed}/{benchmark}.jsonl{suffix}"
+            for base in (bases or list(BASE_MODELS)) for model in models if model in models_of(base)
+            for seed in seeds_of(model) for benchmark in benchmarks]
 
 
 def eval_summaries(models, benchmarks):
-    return expand(f"{OUT}/eval/{{base}}/{{model}}/seed{{seed}}/{{benchmark}}.jsonl.summary.json",
-                  base=list(BASE_MODELS), model=models, seed=SEEDS, benchmark=benchmarks)
+    return eval_files(models, benchmarks, suffix=".summary.json")
 
 
 def metrics_files(runs):
-    return expand(f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/metrics.jsonl", base=list(BASE_MODELS), run=runs, seed=SEEDS)
+    return [f"{j.output_dir}/metrics.jsonl" for j in JOBS.values() if j.run in runs]
 
 
-CHECKPOINTS = expand(f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final", base=list(BASE_MODELS), run=list(RUNS), seed=SEEDS)
+CHECKPOINTS = [f"{j.output_dir}/final" for j in JOBS.values()]
 TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"], ext=["md", "tex", "csv"])
 FIGURES = expand(f"{OUT}/figures/{{figure}}.png",
                  figure=["grad_norm", "sampling_ratio", "training_cost", "budget_curves", "token_usage", "lambda_ablation"])

@@ -1,21 +1,46 @@
-# RL training: one job per (base model, run, seed); a run is a method of gc2po.methods plus
-# overrides.
+# RL training: one job per (base model, run, seed). A local rule writes the resolved run config
+# beside the run (what ran is on disk); the job trains from that file, under `accelerate launch`
+# (one task, N processes) when the config names a launcher. A rerun of a killed job resumes from
+# its last checkpoint when the run config is unchanged and starts over when it changed.
+
+
+localrules:
+    run_config,
+
+
+rule run_config:
+    output:
+        f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/run.yaml",
+    params:
+        run=lambda wc: training_job(wc).run_config(config),  # a change of any setting reruns the job
+    run:
+        import yaml
+
+        Path(output[0]).write_text(yaml.safe_dump(params.run, sort_keys=False))
+
+
+def train_command(wildcards, input):
+    import shlex
+
+    from gc2po.launch import launcher_command
+
+    if LAUNCHER is None:
+        command = ["python3", "-m", "gc2po.cli", "train", "--config", input.run_config]
+    else:  # the job environment's interpreter (conda env, cluster node), not Snakemake's
+        command = launcher_command(LAUNCHER, input.run_config, python="python3")
+    return shlex.join(command)
 
 
 rule train:
     input:
+        run_config=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/run.yaml",
         model=base_model_input,
         data=train_data_file,
     output:
         model=directory(f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final"),
         metrics=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/metrics.jsonl",
     params:
-        model=lambda wc: base_model_path(wc.base),
-        run=lambda wc: RUNS[wc.run],
-        task=config["train"]["task"],
-        trainer=config["train"]["trainer"],
-        max_train_examples=config["train"].get("max_train_examples"),
-        out_dir=lambda wc, output: os.path.dirname(output.metrics),
+        command=train_command,
     log:
         f"logs/{NAME}/train/{{base}}_{{run}}_seed{{seed}}.log",
     conda:
@@ -24,6 +49,6 @@ rule train:
     resources:
         mem_mb=4000 if not GPU else 512000,
         runtime=60 if not GPU else 2880,
-        gpu=0 if not GPU else 8,
-    script:
-        "../scripts/train.py"
+        gpu=0 if not GPU else int((LAUNCHER or {}).get("num_processes", 1)),
+    shell:
+        "OMP_NUM_THREADS={threads} {params.command} > {log} 2>&1"

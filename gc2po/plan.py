@@ -1,0 +1,225 @@
+"""The training jobs of a workflow config: one per (base model, run, seed), each with the resolved
+run config it trains from. The Snakemake workflow (``workflow/rules/common.smk``) and
+``gc2po plan`` both read them from here, so what is planned is what runs.
+
+Runs: every method of ``methods`` on every base model; the ``ablation_methods`` and the lambda
+``sweeps`` on the ``ablation_bases`` only (default: the first base model). A job's trainer
+settings are the config's shared ``train.trainer``, then ``train.per_method[method]``, then the
+run's own (a sweep's lambda); what a method fixes is refused by ``gc2po.train.build_args``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+SWEEP_KEYS = ("lambda_exp", "lambda_cf")
+
+
+def deep_update(base: dict, overlay: dict) -> dict:
+    """Snakemake's merge of config files: mappings merged key by key, other values replaced."""
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            deep_update(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def load_config(paths: list[str | Path] | None = None) -> dict:
+    """The workflow config as the Snakefile builds it: ``config/config.yaml`` when no file is
+    given, else the given files merged in order (a file given alone inherits nothing)."""
+    config: dict = {}
+    for path in paths or [DEFAULT_CONFIG]:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise ValueError(f"{path}: cannot read workflow config: {err}") from err
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{path}: a workflow config must be a mapping")
+        deep_update(config, loaded)
+    return config
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    method: str
+    trainer: dict = field(default_factory=dict)  # the run's own settings (a sweep's lambda)
+    bases: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    base: str
+    run: str
+    seed: int
+    method: str
+    model: str
+    train_data: str
+    output_dir: str
+    trainer: dict
+    launcher: dict | None
+
+    def run_config(self, config: dict) -> dict:
+        """The resolved run config the job trains from (written beside the run). ``resume`` and
+        ``overwrite``: a rerun continues the same config's checkpoints and starts a changed one over."""
+        train = config["train"]
+        run = {"model": self.model, "train_data": self.train_data, "task": train["task"], "output_dir": self.output_dir,
+               "method": self.method, "seed": self.seed, "resume": True, "overwrite": True,
+               "trainer": copy.deepcopy(self.trainer)}
+        for key in ("precision", "max_train_examples"):
+            if train.get(key) is not None:
+                run[key] = train[key]
+        return run
+
+
+def base_models(config: dict) -> dict:
+    return config.get("base_models") or {"testbed": {"source": "warm_start", "train_data": "train"}}
+
+
+def ablation_bases(config: dict) -> list[str]:
+    bases = list(base_models(config))
+    chosen = config.get("ablation_bases") or bases[:1]
+    unknown = sorted(set(chosen) - set(bases))
+    if unknown:
+        raise ValueError(f"ablation_bases: {unknown} are not base models; valid: {bases}")
+    return list(chosen)
+
+
+def runs(config: dict) -> dict[str, Run]:
+    """Run label -> Run. ``method_seeds`` gives a method fewer seeds than ``seeds`` (costly ones)."""
+    every, ablation = tuple(base_models(config)), tuple(ablation_bases(config))
+    method_seeds = config.get("method_seeds") or {}
+
+    def seeds(method):
+        return tuple(int(s) for s in method_seeds.get(method, config["seeds"]))
+
+    out = {m: Run(m, m, {}, every, seeds(m)) for m in config["methods"]}
+    for method in config.get("ablation_methods") or []:
+        out.setdefault(method, Run(method, method, {}, ablation, seeds(method)))
+    for key, values in (config.get("sweeps") or {}).items():
+        if key not in SWEEP_KEYS:
+            raise ValueError(f"sweeps: unknown key {key!r}; valid: {list(SWEEP_KEYS)}")
+        for value in values:
+            label = f"gc2po_{key}_{value}"
+            out[label] = Run(label, "gc2po", {key: value}, ablation, seeds("gc2po"))
+    _check_method_names(method_seeds, "method_seeds")
+    return out
+
+
+def _check_method_names(mapping: dict, where: str) -> None:
+    """Keys must be registered methods (an overlay may name methods its base config trains)."""
+    from gc2po.methods import METHODS
+
+    unknown = sorted(set(mapping) - set(METHODS))
+    if unknown:
+        raise ValueError(f"{where}: unknown method(s) {unknown}; valid: {sorted(METHODS)}")
+
+
+def paths(config: dict) -> tuple[str, str]:
+    """(resources folder, results folder) of the config."""
+    return f"resources/{config['name']}", f"results/{config['name']}"
+
+
+def base_model_path(config: dict, base: str) -> str:
+    spec = base_models(config)[base]
+    return spec["path"] if spec["source"] == "hub" else f"{paths(config)[0]}/models/{base}"
+
+
+def training_jobs(config: dict) -> list[TrainingJob]:
+    res, out = paths(config)
+    train = config["train"]
+    per_method = train.get("per_method") or {}
+    jobs = []
+    for label, run in runs(config).items():
+        trainer = {**(train.get("trainer") or {}), **per_method.get(run.method, {}), **run.trainer}
+        for base in run.bases:
+            for seed in run.seeds:
+                jobs.append(TrainingJob(
+                    base=base, run=label, seed=int(seed), method=run.method, model=base_model_path(config, base),
+                    train_data=f"{res}/data/{base_models(config)[base]['train_data']}.jsonl",
+                    output_dir=f"{out}/runs/{base}/{label}/seed{seed}", trainer=trainer,
+                    launcher=train.get("launcher")))
+    return jobs
+
+
+def validate(config: dict, where: str = "config") -> None:
+    """Resolve the GC2POConfig of every distinct training job (no model is loaded) and check its
+    launcher: a bad key, type or value fails here, naming it, before any job runs."""
+    from gc2po.launch import validate_launcher
+    from gc2po.train import build_args
+
+    try:
+        _check_method_names(config["train"].get("per_method") or {}, "train.per_method")
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from err
+    seen = set()
+    for job in training_jobs(config):
+        key = json.dumps([job.method, job.trainer, job.launcher], sort_keys=True, default=str)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            args = build_args(job.run_config(config))
+            if job.launcher is not None:
+                validate_launcher(job.launcher, args.to_dict(), "train.launcher")
+        except ValueError as err:
+            raise ValueError(f"{where}: training job {job.base}/{job.run}: {err}") from err
+
+
+def run_summary(config: dict) -> list[dict[str, Any]]:
+    """One row per distinct (base, run): method, processes, batch layout, sequences per step."""
+    from gc2po.train import build_args
+
+    rows, seen = [], set()
+    for job in training_jobs(config):
+        if (job.base, job.run) in seen:
+            continue
+        seen.add((job.base, job.run))
+        args = build_args(job.run_config(config))
+        processes = int((job.launcher or {}).get("num_processes", 1))
+        per_step = processes * args.per_device_train_batch_size * args.gradient_accumulation_steps
+        seeds = sum(1 for j in training_jobs(config) if (j.base, j.run) == (job.base, job.run))
+        rows.append({"base": job.base, "run": job.run, "method": job.method, "seeds": seeds,
+                     "processes": processes, "per_device_batch": args.per_device_train_batch_size,
+                     "gradient_accumulation": args.gradient_accumulation_steps,
+                     "steps_per_generation": args.steps_per_generation, "sequences_per_step": per_step,
+                     "prompts_per_step": per_step // args.num_generations, "beta": args.beta,
+                     "loss_type": args.loss_type, "args": args})
+    return rows
+
+
+def memory_plan(config: dict, gpu_memory_gib: float | None = None):
+    """``run_summary`` with each job's per-GPU memory estimate (``gc2po.memory``) where the base
+    model's shape is known (the paper's Hub models) and it trains under a launcher."""
+    import pandas as pd
+
+    from gc2po.launch import read_accelerate_config
+    from gc2po.memory import GPU_80GB_GIB, MODEL_SHAPES, estimate_memory, job_from_trainer
+
+    launcher = config["train"].get("launcher")
+    stage = read_accelerate_config(launcher["config_file"]).zero_stage if launcher else None
+    rows = []
+    for row in run_summary(config):
+        args = row.pop("args")
+        model = base_model_path(config, row["base"])
+        if model in MODEL_SHAPES and launcher:
+            # episode states are kept at episode ends only (E x d), not for every token
+            job = job_from_trainer(model, args.to_dict(), num_processes=row["processes"], zero_stage=stage or 0,
+                                   prompt_length=int(config["train"].get("max_prompt_tokens", 1024)),
+                                   keeps_episode_states=False, gpu_memory_gib=gpu_memory_gib or GPU_80GB_GIB)
+            estimate = dataclasses.asdict(estimate_memory(job))
+            row.update(zero_stage=stage, fits=estimate.pop("fits"),
+                       kv_cache_sequences=estimate.pop("kv_cache_sequences"),
+                       **{f"{k}_gib": round(v, 1) for k, v in estimate.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
