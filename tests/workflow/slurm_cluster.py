@@ -14,6 +14,7 @@ record of finished jobs is SLURM's job-completion log (``jobcomp/filetxt``).
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import re
 import shutil
@@ -82,7 +83,7 @@ def slurm_conf(root: Path, host: str, partition: str, munge_socket: Path) -> str
     """A one-node configuration without systemd, cgroups or accounting (see shared SLURM.md)."""
     return f"""\
 ClusterName=gc2potest
-SlurmctldHost={host}
+SlurmctldHost={host}(127.0.0.1)
 SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
 AuthType=auth/munge
@@ -153,10 +154,21 @@ def _node_idle(env: dict[str, str], partition: str) -> bool:
     return out.returncode == 0 and out.stdout.strip() == "idle"
 
 
+def _cancel_jobs(env: dict[str, str]) -> None:
+    """Cancel this cluster's jobs and give slurmd a moment to end their processes."""
+    subprocess.run(["scancel", "--user", getpass.getuser()], env=env, capture_output=True, timeout=30)
+    deadline = time.monotonic() + _STOP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        queue = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30)
+        if queue.returncode != 0 or not queue.stdout.strip():
+            return
+        time.sleep(0.5)
+
+
 def _stop(procs: dict[str, subprocess.Popen], env: dict[str, str]) -> None:
     """Cancel what still runs, then stop the daemons in reverse start order, by PID."""
-    if "slurmctld" in procs and procs["slurmctld"].poll() is None:
-        subprocess.run(["scancel", "--user", "root"], env=env, capture_output=True, timeout=30)
+    if "slurmctld" in procs and procs["slurmctld"].poll() is None and "slurmd" in procs:
+        _cancel_jobs(env)
     for name in reversed(list(procs)):
         proc = procs[name]
         if proc.poll() is None:
