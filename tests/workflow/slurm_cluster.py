@@ -133,8 +133,8 @@ def _srun_wrapper(root: Path, conf: Path) -> Path:
 
 
 def _start(name: str, command: list[str], env: dict[str, str], root: Path, pids: dict, procs: dict) -> None:
-    out = open(root / "log" / f"{name}.out", "wb")
-    procs[name] = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(root / "log" / f"{name}.out", "wb") as out:  # the daemon keeps its own descriptor
+        procs[name] = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     pids[name] = procs[name].pid
 
 

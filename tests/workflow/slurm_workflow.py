@@ -76,9 +76,9 @@ def run_snakemake(cluster: SlurmCluster, workdir: Path, *args: str, timeout: flo
 
 def start_snakemake(cluster: SlurmCluster, workdir: Path, *args: str, output: Path) -> subprocess.Popen:
     """Snakemake in the background, stdout and stderr into ``output`` (read it while it runs)."""
-    handle = open(output, "w")
-    return subprocess.Popen(snakemake_command(*args), cwd=workdir, env=cluster.env, stdout=handle,
-                            stderr=subprocess.STDOUT)
+    with open(output, "w") as handle:  # the child keeps its own descriptor
+        return subprocess.Popen(snakemake_command(*args), cwd=workdir, env=cluster.env, stdout=handle,
+                                stderr=subprocess.STDOUT)
 
 
 def submitted_jobs(output: str) -> list[SubmittedJob]:
