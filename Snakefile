@@ -15,6 +15,9 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/audit.smk"
 
+# Downloads run on the submit host, never as cluster jobs (DOWNLOAD_RULES in common.smk).
+workflow.localrules(*(rule.name for rule in workflow.rules if rule.name in DOWNLOAD_RULES))
+
 
 rule all:
     input:

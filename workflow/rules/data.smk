@@ -1,5 +1,5 @@
 # Data preparation and base models: testbed generation + warm start, benchmark loaders
-# (Hub or local mirrors), GGUF-in-a-wheel conversion.
+# (Hub or local mirrors), Hub base models into the cache, GGUF-in-a-wheel conversion.
 
 
 if TESTBED:
@@ -59,6 +59,22 @@ else:
             runtime=30,
         script:
             "../scripts/benchmark_data.py"
+
+    rule hub_model:
+        output:
+            f"{RES}/models/{{base}}.hub.json",
+        params:
+            repo=lambda wc: BASE_MODELS[wc.base]["path"],
+        log:
+            f"logs/{NAME}/models/{{base}}.log",
+        conda:
+            "../envs/gc2po.yaml"
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=120,
+        script:
+            "../scripts/hub_model.py"
 
     rule gguf_model:
         output:
