@@ -188,19 +188,27 @@ def run_fingerprint(run: dict, args) -> dict:
             "max_train_examples": run.get("max_train_examples"), "trainer": resolved}
 
 
-def prepare_output_dir(run: dict, args, log=print) -> bool:
-    """Check ``output_dir`` before any model loads; returns whether to resume.
+def complete_checkpoints(out: Path) -> list[Path]:
+    """Checkpoints of ``out`` in step order whose trainer state was written (it is written last,
+    so a job killed while saving leaves an incomplete folder that must not be resumed from)."""
+    found = [p for p in out.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return sorted((p for p in found if (p / "trainer_state.json").is_file()), key=lambda p: int(p.name.split("-")[-1]))
+
+
+def prepare_output_dir(run: dict, args, log=print) -> Path | None:
+    """Check ``output_dir`` before any model loads; returns the checkpoint to resume from.
 
     A used directory (checkpoints, metrics or a final model) is refused unless ``resume`` (same
-    run config: continue from its last checkpoint) or ``overwrite`` (delete and start over);
-    with both, a changed config starts over."""
+    run config: continue from its last complete checkpoint) or ``overwrite`` (delete and start
+    over); with both, a changed config starts over."""
     out = Path(args.output_dir)
     fingerprint = run_fingerprint(run, args)
     digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
     checkpoints = sorted(out.glob("checkpoint-*"))
+    complete = complete_checkpoints(out)
     used = checkpoints or (out / "metrics.jsonl").exists() or (out / "final").exists()
     stored = json.loads((out / RUN_STATE).read_text()).get("sha256") if (out / RUN_STATE).exists() else None
-    resume = bool(run.get("resume")) and bool(checkpoints) and stored == digest
+    resume = bool(run.get("resume")) and bool(complete) and stored == digest
     main_process = int(os.environ.get("RANK", "0")) == 0  # under accelerate launch, rank 0 alone writes
     if used and not resume:
         if not run.get("overwrite"):
@@ -213,10 +221,14 @@ def prepare_output_dir(run: dict, args, log=print) -> bool:
             for path in checkpoints + [out / "final"]:
                 shutil.rmtree(path, ignore_errors=True)
             (out / "metrics.jsonl").unlink(missing_ok=True)
+    if resume and main_process:
+        for partial in set(checkpoints) - set(complete):  # killed while saving
+            log(f"output_dir {out}: removing the incomplete {partial.name}")
+            shutil.rmtree(partial, ignore_errors=True)
     if main_process:
         out.mkdir(parents=True, exist_ok=True)
         (out / RUN_STATE).write_text(json.dumps({"sha256": digest, "run": fingerprint}, indent=1, default=str))
-    return resume
+    return complete[-1] if resume else None
 
 
 def build_dataset(records: list[dict], task: str):
@@ -283,7 +295,7 @@ def train(run: dict, log=print) -> Path:
     records = read_jsonl(run["train_data"])
     if run.get("max_train_examples"):
         records = records[: int(run["max_train_examples"])]
-    resume = prepare_output_dir(run, args, log)
+    checkpoint = prepare_output_dir(run, args, log)
     torch.manual_seed(args.seed)
     tokenizer = AutoTokenizer.from_pretrained(run["model"])
     if tokenizer.pad_token is None:
@@ -292,8 +304,9 @@ def train(run: dict, log=print) -> Path:
     model = AutoModelForCausalLM.from_pretrained(run["model"], dtype=dtype)
     trainer = GC2POTrainer(model=model, args=args, train_dataset=build_dataset(records, task),
                            processing_class=tokenizer, reward_funcs=[REWARDS[task]])
-    log(f"training {args.method} ({args.precision}) on {len(records)} problems -> {args.output_dir} (resume={resume})")
-    trainer.train(resume_from_checkpoint=True if resume else None)
+    log(f"training {args.method} ({args.precision}) on {len(records)} problems -> {args.output_dir} "
+        f"(resume={checkpoint is not None}{f' from {checkpoint.name}' if checkpoint else ''})")
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     final = Path(args.output_dir) / "final"
     trainer.save_model(str(final))  # rank 0 writes; gathers ZeRO-3 shards (16-bit) first
     if trainer.is_world_process_zero():

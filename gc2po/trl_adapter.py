@@ -31,8 +31,9 @@ __all__ = ["GC2POConfig", "GC2POTrainer"]
 
 
 class JsonlMetricsCallback(TrainerCallback):
-    """Writes every log record (with its step) to a JSONL file, on rank 0. A fresh run starts the
-    file anew; a resumed run keeps the records up to its checkpoint's step, so runs never mix."""
+    """Writes every log record (with its step) to a JSONL file, on rank 0, as training goes; at the
+    end the file is rewritten from the trainer's log history, which checkpoints carry, so a run
+    resumed after a kill (even one whose file was deleted) ends with every step exactly once."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -51,6 +52,10 @@ class JsonlMetricsCallback(TrainerCallback):
         if state.is_world_process_zero and logs:
             with self.path.open("a") as handle:
                 handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.path.write_text("".join(json.dumps(record) + "\n" for record in state.log_history))
 
 
 @dataclass

@@ -1,0 +1,85 @@
+"""A training job killed through Snakemake (SIGKILL after its first checkpoint) resumes when the
+workflow is rerun, and ends with the parameters of an uninterrupted run; a changed run config
+starts over instead of resuming."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = "results/ci/runs/testbed/grpo/seed0"
+OVERLAY = {"train": {"trainer": {"max_steps": 12, "save_steps": 1}}}
+
+
+def workdir(path: Path) -> Path:
+    path.mkdir(parents=True)
+    shutil.copytree(ROOT / "config", path / "config")
+    (path / "config" / "resume.yaml").write_text(yaml.safe_dump(OVERLAY))
+    return path
+
+
+def snakemake_command(path: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--cores", "2", "-s", str(ROOT / "Snakefile"), "-d", str(path),
+            "--configfile", "config/config.yaml", "config/ci.yaml", "config/resume.yaml", "--rerun-incomplete",
+            *extra, f"{RUN}/final"]
+
+
+def run(path: Path, *extra: str) -> subprocess.CompletedProcess:
+    out = subprocess.run(snakemake_command(path, *extra), cwd=path, capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return out
+
+
+def parameters(path: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / RUN / "final" / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_a_killed_training_job_resumes_and_matches_an_uninterrupted_run(tmp_path):
+    import torch
+
+    reference = workdir(tmp_path / "reference")
+    run(reference)
+    killed = workdir(tmp_path / "killed")
+    shutil.copytree(reference / "resources", killed / "resources", copy_function=shutil.copy2)  # same data and base
+    job = subprocess.Popen(snakemake_command(killed), cwd=killed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + 900  # a bound on the test, not on what is computed
+        while not (killed / RUN / "checkpoint-2").exists():  # killed at any moment after the first checkpoint,
+            assert job.poll() is None, "snakemake ended before the second checkpoint"  # maybe while saving one
+            assert time.monotonic() < deadline, "no checkpoint within 15 minutes"
+            time.sleep(0.2)
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)  # snakemake, the job's shell and the trainer
+        job.wait()
+    assert not (killed / RUN / "final").exists()
+    subprocess.run([sys.executable, "-m", "snakemake", "--unlock", "-s", str(ROOT / "Snakefile"), "-d", str(killed),
+                    "--configfile", "config/config.yaml", "config/ci.yaml", "config/resume.yaml"],
+                   cwd=killed, capture_output=True, check=True)
+    run(killed)
+    log = (killed / "logs" / "ci" / "train" / "testbed_grpo_seed0.log").read_text()
+    assert "resume=True from checkpoint-" in log, log[-2000:]
+    expected, got = parameters(reference), parameters(killed)
+    for name, value in expected.items():
+        torch.testing.assert_close(got[name], value, atol=1e-6, rtol=1e-5, msg=f"{name} differs after the resume")
+    metrics = [yaml.safe_load(line) for line in (killed / RUN / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics if "loss" in m] == list(range(1, 13))  # every step once
+
+    # a changed run config reruns the job from scratch, never from the old checkpoints
+    (killed / "config" / "resume.yaml").write_text(yaml.safe_dump({"train": {"trainer": {"max_steps": 2,
+                                                                                          "save_steps": 1}}}))
+    run(killed)
+    log = (killed / "logs" / "ci" / "train" / "testbed_grpo_seed0.log").read_text()
+    assert "starting over" in log and "(resume=False)" in log, log[-2000:]
