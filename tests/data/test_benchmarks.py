@@ -7,11 +7,9 @@ import pytest
 
 from gc2po.data import BENCHMARKS, load_benchmark, write_normalised
 
-MIRRORS = Path(__file__).resolve().parents[3] / "shared" / "data" / "benchmarks"
-needs_mirrors = pytest.mark.skipif(not MIRRORS.exists(), reason=f"shared mirrors not found at {MIRRORS}")
+MIRRORS = Path(__file__).resolve().parents[2] / "data" / "benchmarks"  # vendored copies (data/benchmarks/README.md)
 
 
-@needs_mirrors
 @pytest.mark.parametrize("name, file, count", [
     ("aime2024", "aime2024.json", 30), ("aime2025", "aime2025.jsonl", 30), ("amc2023", "amc2023.jsonl", 40),
     ("math500", "math500.json", 500), ("minerva", "minerva.json", 272), ("gsm8k", "gsm8k_test.json", 1319),
@@ -26,7 +24,6 @@ def test_mirrors_load_completely_with_unique_ids(name, file, count):
         assert set(r) == {"id", "source", "question", "answer", "meta"} and r["question"] and r["answer"]
 
 
-@needs_mirrors
 def test_normalisation_of_mirror_formats():
     assert load_benchmark("gsm8k", MIRRORS / "gsm8k_test.json")[0]["answer"] == "18"  # from '#### 18'
     assert load_benchmark("minerva", MIRRORS / "minerva.json")[0]["answer"] == "9.6"  # from "['9.6\\n']"
@@ -39,7 +36,6 @@ def test_normalisation_of_mirror_formats():
     assert len(none) == 300 and all(r["meta"]["grader"] == "none_answer" for r in none)
 
 
-@needs_mirrors
 def test_training_set_selections_are_seeded_and_recorded(tmp_path):
     aime = load_benchmark("aime_train", MIRRORS / "aime_1983_2023.json", years=(1989, 2023))
     assert len(aime) == 885 and all(1989 <= int(r["meta"]["year"]) <= 2023 for r in aime)
