@@ -196,7 +196,8 @@ class IndexedRow(NamedTuple):
     year: Any
 
 
-def _index_rows(spec: Benchmark, source, columns, where: str, skipped: list[int] | None) -> list[IndexedRow]:
+def _index_rows(spec: Benchmark, source, columns, where: str, skipped: list[int] | None,
+                exclude: Callable[[str], bool] | None, excluded: list[int] | None) -> list[IndexedRow]:
     """Validate every row a batch at a time, keeping only what selection needs (position, id,
     year); rows are parsed again when the chosen ones are materialised."""
     kept, position = [], 0
@@ -206,6 +207,9 @@ def _index_rows(spec: Benchmark, source, columns, where: str, skipped: list[int]
             if answer is None:
                 if skipped is not None:
                     skipped.append(position + 1)
+            elif exclude is not None and exclude(str(question)):
+                if excluded is not None:
+                    excluded.append(position + 1)
             else:
                 kept.append(IndexedRow(position, _first(row, *spec.id_fields), meta.get("year")))
             position += 1
@@ -249,14 +253,17 @@ def _choose(index: list[IndexedRow], years, limit, seed, where: str) -> list[int
 
 
 def load_benchmark(name: str, path: str | Path | None = None, *, years: tuple[int, int] | None = None,
-                   limit: int | None = None, seed: int = 0, skipped: list[int] | None = None) -> list[dict]:
+                   limit: int | None = None, seed: int = 0, skipped: list[int] | None = None,
+                   exclude: Callable[[str], bool] | None = None, excluded: list[int] | None = None) -> list[dict]:
     """Normalised records of benchmark ``name`` from the Hub (``path=None``) or a local mirror.
 
     ``years`` keeps rows whose ``year`` (``Year`` on the Hub) lies in the closed range (every row
     must have one); ``limit`` keeps a seeded random subset of that many records (``seed``), in
     their original order. Training sets whose answers are extracted from solutions (NuminaMath)
     skip rows without one instead of failing; pass a list as ``skipped`` to receive their 1-based
-    row numbers (the workflow records them in the manifest).
+    row numbers (the workflow records them in the manifest). ``exclude(question)`` drops rows
+    before any selection (the workflow drops training questions that overlap an evaluation set);
+    ``excluded`` receives their 1-based row numbers.
     """
     if name not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {name!r}; valid: {sorted(BENCHMARKS)}")
@@ -264,7 +271,7 @@ def load_benchmark(name: str, path: str | Path | None = None, *, years: tuple[in
     where = str(path) if path is not None else f"hub:{spec.hub_id}"
     source = open_local(Path(path)) if path is not None else open_hub(spec.hub_id, spec.hub_config, spec.split)
     columns = None if spec.columns is None else (*spec.columns, *spec.id_fields, *META_FIELDS["year"])
-    index = _index_rows(spec, source, columns, where, skipped)
+    index = _index_rows(spec, source, columns, where, skipped, exclude, excluded)
     ids = _record_ids(name, index)
     chosen = _choose(index, years, limit, seed, where)
     rows = source.take([index[p].row for p in chosen], columns)
@@ -277,8 +284,10 @@ def load_benchmark(name: str, path: str | Path | None = None, *, years: tuple[in
     return records
 
 
-def write_normalised(records: list[dict], out_path: str | Path, *, source: str, seed: int | None = None) -> dict:
-    """Write records as JSONL and ``<out>.manifest.json`` (source, count, sha256, seed, ids).
+def write_normalised(records: list[dict], out_path: str | Path, *, source: str, seed: int | None = None,
+                     extra: dict | None = None) -> dict:
+    """Write records as JSONL and ``<out>.manifest.json`` (source, count, sha256, seed, ids, and
+    ``extra`` fields such as the rows dropped as overlapping an evaluation set).
 
     Written to temporary files first, so a failure leaves no partial output.
     """
@@ -286,7 +295,7 @@ def write_normalised(records: list[dict], out_path: str | Path, *, source: str, 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     manifest = {"source": source, "count": len(records), "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                "seed": seed, "ids": [r["id"] for r in records]}
+                "seed": seed, "ids": [r["id"] for r in records], **(extra or {})}
     manifest_path = Path(str(out_path) + ".manifest.json")
     tmp, tmp_manifest = out_path.with_suffix(".tmp"), manifest_path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -125,7 +125,8 @@ class ConcatSource:
         return [rows[i] for i in indices]
 
 
-def _read_text_rows(path: Path) -> list:
+def read_json_rows(path: Path) -> list:
+    """Rows of a .json list, .jsonl or .jsonl.gz file; errors name the file (and row)."""
     try:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as handle:
@@ -163,7 +164,7 @@ def open_local(path: Path):
             return ParquetSource(path)
         except (OSError, ValueError) as err:
             raise ValueError(f"{path}: cannot read: {err}") from err
-    return ListSource(_read_text_rows(path))
+    return ListSource(read_json_rows(path))
 
 
 def open_hub(hub_id: str, config: str | None, split: str):

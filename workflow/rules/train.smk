@@ -6,6 +6,7 @@ rule train:
     input:
         model=base_model_input,
         data=train_data_file,
+        decontamination=f"{RES}/data/decontamination.json",  # no train/test overlap (data.smk)
     output:
         model=directory(f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final"),
         metrics=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/metrics.jsonl",
