@@ -42,8 +42,8 @@ class ListSource:
 
 
 class ParquetSource:
-    """A parquet file: batches of the needed columns; ``take`` reads only the row groups that
-    hold a wanted row, one at a time."""
+    """A parquet file: batches of the needed columns; ``take`` streams only the row groups that
+    hold a wanted row, a batch at a time (a file written as one huge row group stays cheap)."""
 
     def __init__(self, path: Path):
         import pyarrow.parquet as pq
@@ -66,14 +66,20 @@ class ParquetSource:
             yield batch.to_pylist()
 
     def take(self, indices: Sequence[int], columns=None) -> list:
-        by_group: dict[int, list[int]] = {}
-        for i in indices:
-            by_group.setdefault(bisect.bisect_right(self.group_starts, i) - 1, []).append(i)
-        rows = {}
-        for group, wanted in sorted(by_group.items()):
-            table = self.file.read_row_group(group, columns=self._columns(columns))
-            local = [i - self.group_starts[group] for i in wanted]
-            rows.update(zip(wanted, table.take(local).to_pylist()))
+        wanted = sorted(set(indices))
+        groups = sorted({bisect.bisect_right(self.group_starts, i) - 1 for i in wanted})
+        rows, cursor = {}, 0
+        for group in groups:  # stream the row groups that hold a wanted row, a batch at a time
+            position = self.group_starts[group]
+            for batch in self.file.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=self._columns(columns)):
+                end = position + batch.num_rows
+                local = []
+                while cursor < len(wanted) and wanted[cursor] < end:
+                    local.append(wanted[cursor] - position)
+                    cursor += 1
+                if local:
+                    rows.update(zip((position + i for i in local), batch.take(local).to_pylist()))
+                position = end
         return [rows[i] for i in indices]
 
 
