@@ -11,7 +11,7 @@ integers, m and p are relatively prime, and n is not divisible by the square of 
 MATH's "Enter your answer in the form (r, theta), where r > 0 and 0 <= theta < 2 pi") and, on
 the testbed, template sentences shared by problems with different numbers. The same problem
 restated states the same numbers; a different problem in the same phrasing does not. The
-evidence behind this choice is in docs/benchmarks.md ("Train/test decontamination").
+evidence behind this choice is in data/benchmarks/README.md ("Train/test overlaps").
 """
 
 from __future__ import annotations
