@@ -40,7 +40,7 @@ ANSWER_PHRASE = re.compile(
     r"(?:\s*(?:is|was|will\s+be|would\s+be|=|:)(?:\s*\*\*)?\s*:?|[ \t]*(?=\$|\\\[|\\\(|\*\*\$))",
     re.IGNORECASE)
 ANSWER_AFTER = re.compile(r"\bis\s+(?:our|the|my)\s+(?:final\s+)?(?:answer|solution)\b", re.IGNORECASE)
-CLOSING_PUNCTUATION = " \t\n.,;:!?*"
+CLOSING_PUNCTUATION = " \t\n.,;:!*"  # not "?": a question states no answer
 MINERVA_CLOSING = "i hope it is correct"
 UNIT = r"[ \t]*(?:\\?%|percent|pct|[$€£¥]|[A-Za-z]{1,2}[²³]?)"
 NUMBER = r"[-+−]?(?:\d{1,3}(?:[ ,]\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:\s*/\s*\d+)?"

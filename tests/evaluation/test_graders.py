@@ -102,6 +102,7 @@ def test_stated_answers_the_field_accepts(completion, gold):
     ("\\boxed{2}", "2**(1/4)"),  # 2**(1/4) no longer parses as 2
     ("Find the sum of 13 and 5. Let me think step by step about", "13"),  # restated from the question
     ("Find the sum of 13 and 5", "5"),  # the text stops at a number it does not state
+    ("We restate the problem: what is 13 + 5?", "5"),  # a question states no answer
     ("First 3 + 4 = 7, and then we continue without concluding", "7"),
     ("<think>The answer is \\boxed{42}</think> Some other text.", "42"),  # a draft inside the reasoning
     ("Answer $ \n 9 \n $", "9"),  # inline math cannot span lines
