@@ -2,20 +2,22 @@
 
 Each benchmark reads its Hub dataset (``datasets.load_dataset``) or a local file/folder
 (``.json`` list, ``.jsonl``, ``.parquet``, ``.jsonl.gz``, or a folder holding one, or a
-``save_to_disk`` dataset) in either the Hub schema or the schema of the offline mirrors in
-``shared/data/benchmarks``, and returns normalised records::
+``save_to_disk`` dataset) in the Hub schema, the schema of the vendored mirrors in
+``data/benchmarks`` or Qwen2.5-Math's evaluation schema (``problem`` / ``solution`` with the answer
+only in the solution's last ``\boxed{}``), and returns normalised records::
 
     {"id": str, "source": str, "question": str, "answer": str, "meta": {...}}
 
 ``meta["grader"]`` names the grader (math, choice, label, code, none_answer) and
 ``meta["answer_format"]`` the prompt's answer instruction. A record without a question or an
-answer raises ``ValueError`` naming the file and the (1-based) row.
+answer raises ``ValueError`` naming the file and the (1-based) row. A seeded subset is chosen
+before its rows are materialised (:mod:`gc2po.data.sources`): the full NuminaMath-CoT (~860k rows)
+is read a batch at a time and only the chosen rows are kept.
 """
 
 from __future__ import annotations
 
 import ast
-import gzip
 import hashlib
 import json
 import random
@@ -23,7 +25,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from gc2po.data.sources import open_hub, open_local
 
 Row = dict[str, Any]
 
@@ -40,6 +44,7 @@ class Benchmark:
     id_fields: tuple[str, ...] = ("id", "unique_id", "task_id", "ID", "idx")
     notes: str = ""
     defaults: dict = field(default_factory=dict)
+    columns: tuple[str, ...] | None = None  # what ``parse`` reads (None: every column)
 
 
 def _first(row: Row, *names: str) -> Any:
@@ -59,10 +64,20 @@ def _number(value: Any) -> str:
     return str(int(number)) if number.is_integer() else text
 
 
+# meta key -> the column names it has in the mirrors and on the Hub (gneubig/aime-1983-2024: Year, ...)
+META_FIELDS = {"year": ("year", "Year"), "problem_number": ("problem_number", "Problem Number"),
+               "aime_number": ("aime_number",), "part": ("part", "Part"), "url": ("url",), "level": ("level",),
+               "subject": ("subject",), "type": ("type",)}
+
+
 def parse_math(row: Row, index: int) -> tuple[str, str, dict]:
     question = _first(row, "problem", "question", "Problem", "Question")
     answer = _first(row, "answer", "Answer", "final_answer")
-    meta = {k: row[k] for k in ("year", "problem_number", "aime_number", "url", "level", "subject", "type") if k in row}
+    meta = {key: value for key, names in META_FIELDS.items() if (value := _first(row, *names)) is not None}
+    if answer is None and _first(row, "solution") is not None:
+        # Qwen2.5-Math's evaluation files (e.g. minerva_math/test.jsonl): the answer is boxed in the solution
+        answer = last_boxed(str(row["solution"]))
+        meta["answer_from"] = "solution"
     return question, None if answer is None else _number(answer), meta
 
 
@@ -170,99 +185,109 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in [
               notes="AIME 1983-2023; the paper's 919-problem subset is not pinned down: select by years/limit"),
     Benchmark("numinamath", "AI-MO/NuminaMath-CoT", "train", parse_numina,
               notes="answer = last \\boxed{} of the solution; the paper uses a seeded random 4,000-problem subset",
-              defaults={"skip_unanswerable": True}),
+              defaults={"skip_unanswerable": True},
+              columns=("problem", "instruction", "question", "solution", "response", "source")),  # not ``messages``
 ]}
 
 
-def _read_local(path: Path) -> list[Row]:
-    """Rows of a local file or folder in any of the supported layouts."""
-    if path.is_dir():
-        if (path / "dataset_info.json").exists() or (path / "state.json").exists():
-            from datasets import load_from_disk
-
-            return [dict(r) for r in load_from_disk(str(path))]
-        files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl", ".parquet", ".gz"))
-        if not files:
-            raise ValueError(f"{path}: no .json, .jsonl, .jsonl.gz or .parquet file in this folder")
-        return [row for f in files for row in _read_local(f)]
-    try:
-        if path.suffix == ".parquet":
-            import pandas as pd
-
-            return pd.read_parquet(path).to_dict(orient="records")
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: cannot read: {err}") from err
-    if path.suffix == ".json" and text.lstrip().startswith("["):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: invalid JSON: {err}") from err
-    rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}: row {number}: invalid JSON: {err}") from err
-    return rows
+class IndexedRow(NamedTuple):
+    row: int  # 0-based position in the source
+    raw_id: Any
+    year: Any
 
 
-def _read_hub(spec: Benchmark) -> list[Row]:
-    from datasets import load_dataset
+def _index_rows(spec: Benchmark, source, columns, where: str, skipped: list[int] | None,
+                exclude: Callable[[str], bool] | None, excluded: list[int] | None) -> list[IndexedRow]:
+    """Validate every row a batch at a time, keeping only what selection needs (position, id,
+    year); rows are parsed again when the chosen ones are materialised."""
+    kept, position = [], 0
+    for batch in source.batches(columns):
+        for row in batch:
+            question, answer, meta = _parse_checked(spec, row, position, where)
+            if answer is None:
+                if skipped is not None:
+                    skipped.append(position + 1)
+            elif exclude is not None and exclude(str(question)):
+                if excluded is not None:
+                    excluded.append(position + 1)
+            else:
+                kept.append(IndexedRow(position, _first(row, *spec.id_fields), meta.get("year")))
+            position += 1
+    return kept
 
-    return [dict(r) for r in load_dataset(spec.hub_id, spec.hub_config, split=spec.split)]
+
+def _parse_checked(spec: Benchmark, row, index: int, where: str):
+    """``spec.parse`` with the input checks; answer None for a skippable row without one."""
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: row {index + 1}: expected an object, got {type(row).__name__}")
+    question, answer, meta = spec.parse(row, index)
+    if not question or not str(question).strip():
+        raise ValueError(f"{where}: row {index + 1}: no question (looked for the {spec.name} question fields)")
+    if answer is None or not str(answer).strip():
+        if spec.defaults.get("skip_unanswerable"):
+            return question, None, meta
+        raise ValueError(f"{where}: row {index + 1}: no answer (looked for the {spec.name} answer fields)")
+    return question, answer, meta
+
+
+def _record_ids(name: str, index: list[IndexedRow]) -> list[str]:
+    ids = [f"{name}-{r.raw_id}" if r.raw_id is not None else f"{name}-{r.row:05d}" for r in index]
+    if len(set(ids)) != len(ids):  # fall back to positional ids when the source ids repeat
+        ids = [f"{name}-{position:05d}" for position in range(len(index))]
+    return ids
+
+
+def _choose(index: list[IndexedRow], years, limit, seed, where: str) -> list[int]:
+    """Positions into ``index``: the closed ``years`` range, then a seeded subset of ``limit``."""
+    positions = list(range(len(index)))
+    if years is not None:
+        missing = next((r.row for r in index if r.year is None), None)
+        if missing is not None:
+            raise ValueError(f"{where}: row {missing + 1}: no year (needed by the years filter)")
+        low, high = years
+        positions = [p for p in positions if low <= int(index[p].year) <= high]
+    if limit is not None and limit < len(positions):
+        keep = sorted(random.Random(seed).sample(range(len(positions)), limit))
+        positions = [positions[i] for i in keep]
+    return positions
 
 
 def load_benchmark(name: str, path: str | Path | None = None, *, years: tuple[int, int] | None = None,
-                   limit: int | None = None, seed: int = 0, skipped: list[int] | None = None) -> list[dict]:
+                   limit: int | None = None, seed: int = 0, skipped: list[int] | None = None,
+                   exclude: Callable[[str], bool] | None = None, excluded: list[int] | None = None) -> list[dict]:
     """Normalised records of benchmark ``name`` from the Hub (``path=None``) or a local mirror.
 
-    ``years`` keeps rows whose ``year`` lies in the closed range; ``limit`` keeps a seeded random
-    subset of that many records (``seed``), in their original order. Training sets whose
-    answers are extracted from solutions (NuminaMath) skip rows without one instead of failing;
-    pass a list as ``skipped`` to receive their 1-based row numbers (the workflow records them
-    in the manifest).
+    ``years`` keeps rows whose ``year`` (``Year`` on the Hub) lies in the closed range (every row
+    must have one); ``limit`` keeps a seeded random subset of that many records (``seed``), in
+    their original order. Training sets whose answers are extracted from solutions (NuminaMath)
+    skip rows without one instead of failing; pass a list as ``skipped`` to receive their 1-based
+    row numbers (the workflow records them in the manifest). ``exclude(question)`` drops rows
+    before any selection (the workflow drops training questions that overlap an evaluation set);
+    ``excluded`` receives their 1-based row numbers.
     """
     if name not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {name!r}; valid: {sorted(BENCHMARKS)}")
     spec = BENCHMARKS[name]
     where = str(path) if path is not None else f"hub:{spec.hub_id}"
-    rows = _read_local(Path(path)) if path is not None else _read_hub(spec)
+    source = open_local(Path(path)) if path is not None else open_hub(spec.hub_id, spec.hub_config, spec.split)
+    columns = None if spec.columns is None else (*spec.columns, *spec.id_fields, *META_FIELDS["year"])
+    index = _index_rows(spec, source, columns, where, skipped, exclude, excluded)
+    ids = _record_ids(name, index)
+    chosen = _choose(index, years, limit, seed, where)
+    rows = source.take([index[p].row for p in chosen], columns)
     records = []
-    for index, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise ValueError(f"{where}: row {index + 1}: expected an object, got {type(row).__name__}")
-        question, answer, meta = spec.parse(row, index)
-        if not question or not str(question).strip():
-            raise ValueError(f"{where}: row {index + 1}: no question (looked for the {name} question fields)")
-        if answer is None or not str(answer).strip():
-            if spec.defaults.get("skip_unanswerable"):
-                if skipped is not None:
-                    skipped.append(index + 1)
-                continue
-            raise ValueError(f"{where}: row {index + 1}: no answer (looked for the {name} answer fields)")
-        raw_id = _first(row, *spec.id_fields)
-        record_id = f"{name}-{raw_id}" if raw_id is not None else f"{name}-{index:05d}"
+    for position, row in zip(chosen, rows):
+        question, answer, meta = spec.parse(row, index[position].row)
         meta = {"grader": spec.grader, "answer_format": spec.answer_format, **meta}
-        records.append({"id": record_id, "source": name, "question": str(question), "answer": str(answer), "meta": meta})
-    ids = [r["id"] for r in records]
-    if len(set(ids)) != len(ids):  # fall back to positional ids when the source ids repeat
-        for index, record in enumerate(records):
-            record["id"] = f"{name}-{index:05d}"
-    if years is not None:
-        low, high = years
-        records = [r for r in records if "year" in r["meta"] and low <= int(r["meta"]["year"]) <= high]
-    if limit is not None and limit < len(records):
-        keep = sorted(random.Random(seed).sample(range(len(records)), limit))
-        records = [records[i] for i in keep]
+        records.append({"id": ids[position], "source": name, "question": str(question), "answer": str(answer),
+                        "meta": meta})
     return records
 
 
-def write_normalised(records: list[dict], out_path: str | Path, *, source: str, seed: int | None = None) -> dict:
-    """Write records as JSONL and ``<out>.manifest.json`` (source, count, sha256, seed, ids).
+def write_normalised(records: list[dict], out_path: str | Path, *, source: str, seed: int | None = None,
+                     extra: dict | None = None) -> dict:
+    """Write records as JSONL and ``<out>.manifest.json`` (source, count, sha256, seed, ids, and
+    ``extra`` fields such as the rows dropped as overlapping an evaluation set).
 
     Written to temporary files first, so a failure leaves no partial output.
     """
@@ -270,7 +295,7 @@ def write_normalised(records: list[dict], out_path: str | Path, *, source: str, 
     out_path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     manifest = {"source": source, "count": len(records), "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                "seed": seed, "ids": [r["id"] for r in records]}
+                "seed": seed, "ids": [r["id"] for r in records], **(extra or {})}
     manifest_path = Path(str(out_path) + ".manifest.json")
     tmp, tmp_manifest = out_path.with_suffix(".tmp"), manifest_path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -41,11 +41,41 @@ class Generation:
 
 
 def render_prompts(tokenizer, prompts: Sequence[list[dict] | str]) -> list[str]:
-    """Chat messages -> prompt strings through the tokenizer's chat template."""
+    """Chat messages -> prompt strings through the tokenizer's chat template (text already in
+    the model's format passes through)."""
     return [
         p if isinstance(p, str) else tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
         for p in prompts
     ]
+
+
+def prompt_token_ids(tokenizer, prompts: Sequence[list[dict] | str]) -> list[list[int]]:
+    """The token ids every backend sends for each prompt, tokenized once here: chat messages
+    through the chat template with ``tokenize=True`` (as TRL's GRPOTrainer tokenizes training
+    prompts), text already in the model's format (``render_prompts`` output, a budget curve's
+    forced-answer prompt) without adding special tokens. Either way the template's own BOS is the
+    only one: rendering to text and letting an engine tokenize it again with special tokens
+    (vLLM's ``LLM.generate(str)``) adds a second BOS for tokenizers that add one."""
+    ids = []
+    for prompt in prompts:
+        if isinstance(prompt, str):
+            ids.append(list(tokenizer(prompt, add_special_tokens=False)["input_ids"]))
+        else:
+            encoded = tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True, return_dict=True)
+            ids.append(list(encoded["input_ids"]))
+    return ids
+
+
+def left_padded(ids: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask), both [batch, longest], padded on the left."""
+    width = max(len(row) for row in ids)
+    input_ids = torch.full((len(ids), width), pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for i, row in enumerate(ids):
+        if row:
+            input_ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long)
+            mask[i, width - len(row):] = 1
+    return input_ids, mask
 
 
 def _truncate_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -77,20 +107,21 @@ class TransformersBackend:
 
     @torch.no_grad()
     def generate(self, prompts: Sequence[list[dict] | str], sampling: SamplingConfig, progress=None) -> list[Generation]:
-        texts = render_prompts(self.tokenizer, prompts)
-        jobs = [(i, s) for i in range(len(texts)) for s in range(sampling.n)]
+        prompt_ids = prompt_token_ids(self.tokenizer, prompts)
+        jobs = [(i, s) for i in range(len(prompt_ids)) for s in range(sampling.n)]
         out: list[Generation] = []
         torch.manual_seed(sampling.seed)
         for lo in range(0, len(jobs), self.batch_size):
             batch = jobs[lo: lo + self.batch_size]
-            enc = self.tokenizer([texts[i] for i, _ in batch], return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            input_ids, mask = left_padded([prompt_ids[i] for i, _ in batch], self.tokenizer.pad_token_id)
             kwargs = dict(max_new_tokens=sampling.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id,
                           eos_token_id=self.tokenizer.eos_token_id)
             if sampling.temperature > 0:
                 kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
             else:
                 kwargs.update(do_sample=False)
-            generated = self.model.generate(**enc, **kwargs)[:, enc["input_ids"].shape[1]:]
+            generated = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
+                                            **kwargs)[:, input_ids.shape[1]:]
             for (i, s), ids in zip(batch, generated):
                 ids = ids.tolist()
                 finished = self.tokenizer.eos_token_id in ids
@@ -119,13 +150,17 @@ class VLLMBackend:
                        tensor_parallel_size=tensor_parallel_size, dtype=dtype, seed=0)
         self.tokenizer = self.llm.get_tokenizer()
 
+    def requests(self, prompts: Sequence[list[dict] | str]) -> list[dict]:
+        """What ``LLM.generate`` receives: token ids, not text (``vllm.inputs.TokensPrompt``, a
+        TypedDict), so vLLM adds no special tokens of its own."""
+        return [{"prompt_token_ids": ids} for ids in prompt_token_ids(self.tokenizer, prompts)]
+
     def generate(self, prompts: Sequence[list[dict] | str], sampling: SamplingConfig, progress=None) -> list[Generation]:
         from vllm import SamplingParams
 
-        texts = render_prompts(self.tokenizer, prompts)
         params = SamplingParams(n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
                                 max_tokens=sampling.max_new_tokens, seed=sampling.seed, stop=list(sampling.stop) or None)
-        results = self.llm.generate(texts, params, use_tqdm=progress is not None)
+        results = self.llm.generate(self.requests(prompts), params, use_tqdm=progress is not None)
         out = []
         for i, result in enumerate(results):
             for s, completion in enumerate(result.outputs):

@@ -9,7 +9,7 @@ Eval config (YAML)::
     batch_size: 32
     output_dir: results/eval
     benchmarks:                      # per benchmark: local mirror (path) or Hub (no path)
-      gsm8k: {path: ../shared/data/benchmarks/gsm8k_test.json, limit: 200, seed: 0}
+      gsm8k: {path: data/benchmarks/gsm8k_test.json, limit: 200, seed: 0}
 """
 
 from __future__ import annotations

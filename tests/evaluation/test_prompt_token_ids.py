@@ -1,0 +1,75 @@
+"""Both generation backends send the same prompt token ids, with one BOS (issue 14, silent
+error 4); checked without vLLM: the vLLM backend's requests are built without importing it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gc2po.evaluation.backends import (
+    SamplingConfig,
+    TransformersBackend,
+    VLLMBackend,
+    prompt_token_ids,
+    render_prompts,
+)
+
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} \n{% endfor %}"
+                 "{% if add_generation_prompt %}[assistant] {% endif %}")
+PROMPTS = [[{"role": "user", "content": "what is 2+2 ?"}], [{"role": "user", "content": "hello world"}]]
+
+
+@pytest.fixture(scope="module")
+def llama_tokenizer():
+    """A Llama-style tokenizer that adds a BOS to every text it encodes, built locally."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaTokenizerFast
+
+    words = ["<unk>", "<s>", "</s>", "<pad>", "[user]", "[assistant]", "hello", "world", "what", "is", "2+2", "?"]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = LlamaTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                   unk_token="<unk>", add_bos_token=True, add_eos_token=False)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    assert tokenizer("hello")["input_ids"][0] == tokenizer.bos_token_id  # it does add one
+    return tokenizer
+
+
+class RecordingModel(torch.nn.Module):
+    """Stands in for a causal LM: records the prompts ``generate`` receives, answers with EOS."""
+
+    def __init__(self, eos_token_id):
+        super().__init__()
+        self.eos_token_id, self.prompts = eos_token_id, []
+
+    def generate(self, input_ids, attention_mask, **kwargs):
+        self.prompts += [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask)]
+        return torch.cat([input_ids, torch.full((len(input_ids), 1), self.eos_token_id)], dim=1)
+
+
+def test_text_retokenized_with_special_tokens_has_two_bos(llama_tokenizer):
+    # what vLLM's LLM.generate(str) did with the rendered chat template
+    text = render_prompts(llama_tokenizer, PROMPTS[:1])[0]
+    assert llama_tokenizer(text)["input_ids"][:2] == [llama_tokenizer.bos_token_id] * 2
+
+
+def test_prompt_ids_hold_exactly_one_bos(llama_tokenizer):
+    for ids in prompt_token_ids(llama_tokenizer, PROMPTS):
+        assert ids[0] == llama_tokenizer.bos_token_id and ids.count(llama_tokenizer.bos_token_id) == 1
+    # rendered text (a budget curve's forced-answer prompt) is not given a second BOS either
+    text = render_prompts(llama_tokenizer, PROMPTS[:1])[0] + "hello"
+    assert prompt_token_ids(llama_tokenizer, [text])[0].count(llama_tokenizer.bos_token_id) == 1
+
+
+def test_both_backends_and_training_send_the_same_ids(llama_tokenizer):
+    model = RecordingModel(llama_tokenizer.eos_token_id)
+    TransformersBackend(model, llama_tokenizer, device="cpu").generate(PROMPTS, SamplingConfig(n=1, temperature=0.0,
+                                                                                             max_new_tokens=1))
+    vllm = VLLMBackend.__new__(VLLMBackend)  # no engine: only the requests it would send
+    vllm.tokenizer = llama_tokenizer
+    vllm_ids = [request["prompt_token_ids"] for request in vllm.requests(PROMPTS)]
+    # how TRL's GRPOTrainer tokenizes conversational training prompts
+    trl_ids = llama_tokenizer.apply_chat_template(PROMPTS, tokenize=True, add_generation_prompt=True,
+                                                  return_dict=True)["input_ids"]
+    assert model.prompts == vllm_ids == [list(ids) for ids in trl_ids]
+    assert vllm_ids[1] == llama_tokenizer.convert_tokens_to_ids(["<s>", "[user]", "hello", "world", "[assistant]"])
