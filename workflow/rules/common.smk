@@ -62,6 +62,19 @@ def training_job(wildcards):
     return JOBS[(wildcards.base, wildcards.run, int(wildcards.seed))]
 
 
+def train_command(wildcards, input):
+    """The training job's command line: gc2po train, under accelerate launch with a launcher."""
+    import shlex
+
+    from gc2po.launch import launcher_command
+
+    if LAUNCHER is None:
+        command = ["python3", "-m", "gc2po.cli", "train", "--config", input.run_config]
+    else:  # the job environment's interpreter (conda env, cluster node), not Snakemake's
+        command = launcher_command(LAUNCHER, input.run_config, python="python3")
+    return shlex.join(command)
+
+
 def eval_model_input(wildcards):
     if wildcards.model == "base":
         return base_model_input(wildcards)

@@ -13,22 +13,12 @@ rule run_config:
         f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/run.yaml",
     params:
         run=lambda wc: training_job(wc).run_config(config),  # a change of any setting reruns the job
-    run:
-        import yaml
-
-        Path(output[0]).write_text(yaml.safe_dump(params.run, sort_keys=False))
-
-
-def train_command(wildcards, input):
-    import shlex
-
-    from gc2po.launch import launcher_command
-
-    if LAUNCHER is None:
-        command = ["python3", "-m", "gc2po.cli", "train", "--config", input.run_config]
-    else:  # the job environment's interpreter (conda env, cluster node), not Snakemake's
-        command = launcher_command(LAUNCHER, input.run_config, python="python3")
-    return shlex.join(command)
+    log:
+        f"logs/{NAME}/run_config/{{base}}_{{run}}_seed{{seed}}.log",
+    conda:
+        "../envs/gc2po.yaml"
+    script:
+        "../scripts/run_config.py"
 
 
 rule train:
@@ -44,8 +34,8 @@ rule train:
         command=train_command,
     log:
         f"logs/{NAME}/train/{{base}}_{{run}}_seed{{seed}}.log",
-    conda:
-        "../envs/gc2po.yaml"
+    conda:  # vLLM and DeepSpeed come with the GPU extra
+        "../envs/gc2po-gpu.yaml" if GPU or LAUNCHER or config["train"]["trainer"].get("use_vllm") else "../envs/gc2po.yaml"
     threads: 1 if not GPU else 32
     resources:
         mem_mb=4000 if not GPU else 512000,
