@@ -300,18 +300,22 @@ def _job_state(slurm, slurm_id: str) -> str:
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_scancel_resubmits_and_resumes(slurm, ci_through_slurm, tmp_path):
-    """A training job cancelled while it runs (what preemption does) is submitted again by the
-    profile's `retries` and the workflow completes. (Resuming from the job's checkpoint comes
-    with the launcher of the scale-out issue; this test does not check it yet.)"""
+    """A training job cancelled while it runs (what preemption does) after its second checkpoint is
+    submitted again by the profile's `retries`, resumes from its last complete checkpoint, and the
+    workflow completes."""
     work = tmp_path / "wf"
     shutil.copytree(ci_through_slurm[0], work, symlinks=True)
+    (work / "config" / "longer.yaml").write_text("train: {trainer: {max_steps: 12, save_steps: 1}}\n")
     profile = cluster_profile(tmp_path / "profile", slurm)
     log = tmp_path / "snakemake.log"
-    run = start_snakemake(slurm, work, TRAIN_TARGET, "--force", "--profile", str(profile), *CI_CONFIG, output=log)
+    run = start_snakemake(slurm, work, TRAIN_TARGET, "--profile", str(profile), *CI_CONFIG, "config/longer.yaml",
+                          output=log)
+    run_dir = work / TRAIN_TARGET.removesuffix("/final")
     try:
         first = wait_until(lambda: submitted_jobs(log.read_text()), 300, "the training job's submission")[0]
         assert first.rule == "train"
-        wait_until(lambda: _job_state(slurm, first.slurm_id) == "RUNNING", 300, f"job {first.slurm_id} running")
+        wait_until(lambda: (run_dir / "checkpoint-2").exists(), 900, f"job {first.slurm_id}'s second checkpoint",
+                   poll=0.2)
         subprocess.run(["scancel", first.slurm_id], env=slurm.env, check=True, timeout=30)
         assert run.wait(timeout=1800) == 0, log.read_text()[-5000:]
     finally:
@@ -324,3 +328,5 @@ def test_scancel_resubmits_and_resumes(slurm, ci_through_slurm, tmp_path):
     assert records[jobs[0].slurm_id]["JobState"] == "CANCELLED"
     assert records[jobs[1].slurm_id]["JobState"] == "COMPLETED"
     assert (work / TRAIN_TARGET).is_dir()
+    train_log = (work / "logs" / "ci" / "train" / "testbed_grpo_seed0.log").read_text()
+    assert "resume=True from checkpoint-" in train_log, train_log[-3000:]

@@ -1,0 +1,133 @@
+"""What every training job of every shipped config computes, resolved without loading a model:
+method-defining values cannot be overridden, configs inherit nothing they do not state, the paper
+plan fits its GPUs with 256 sequences per step, and the schema knows every registered method."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gc2po.core.counterfactual import spec_from_fields
+from gc2po.methods import METHODS
+from gc2po.plan import load_config, memory_plan, run_summary, training_jobs, validate
+from gc2po.train import build_args
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = {  # what `snakemake --configfile ...` is given for each shipped config
+    "default": [],
+    "paper": [ROOT / "config/paper.yaml"],
+    "smollm2": [ROOT / "config/smollm2.yaml"],
+    "ci": [ROOT / "config/config.yaml", ROOT / "config/ci.yaml"],
+    "testbed_study": [ROOT / "config/config.yaml", ROOT / "config/testbed_study.yaml"],
+}
+ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
+    "grpo": "grpo_advantages", "dr_grpo": "dr_grpo_advantages", "length_penalty": "length_penalty_advantages_",
+    "gvpo": "gvpo_advantages", "gcpo": "gcpo_advantages", "mrt": "mrt_advantages", "rest_mcts": "rest_advantages",
+    "gc2po": "gc2po_advantages", "gc2po_no_sexp": "gc2po_advantages", "gc2po_no_ssta": "gc2po_advantages",
+    "gc2po_no_rcf": "gc2po_advantages",
+}
+BETA = {"dr_grpo": 0.0, "gvpo": 0.0, "rest_mcts": 0.0, "gcpo": 0.06}  # what the methods fix; others: the config's
+LOSS = {"dr_grpo": "dr_grpo"}  # TRL loss aggregation; others: "grpo"
+FIXED_LAMBDAS = {"gc2po_no_sexp": ("lambda_exp", 0.0), "gc2po_no_ssta": ("lambda_sta", 0.0),
+                 "gc2po_no_rcf": ("lambda_cf", 0.0)}
+
+
+def declared(config: dict, method: str, key: str, default):
+    train = config["train"]
+    return {**train.get("trainer", {}), **train.get("per_method", {}).get(method, {})}.get(key, default)
+
+
+@pytest.mark.parametrize("name", [n for n, files in CONFIGS.items() if all(f.exists() for f in files)])
+def test_every_training_job_resolves_to_what_its_config_declares(name):
+    config = load_config(CONFIGS[name])
+    validate(config)
+    jobs = training_jobs(config)
+    assert jobs
+    for job in jobs:
+        args = build_args(job.run_config(config))
+        method = job.method
+        assert METHODS[method].advantages.__name__ == ESTIMATOR[method]
+        assert args.loss_type == LOSS.get(method, "grpo"), job
+        assert args.beta == BETA.get(method, declared(config, method, "beta", 0.04)), job
+        if method in FIXED_LAMBDAS:
+            key, value = FIXED_LAMBDAS[method]
+            assert getattr(args, key) == value
+        expected = spec_from_fields(declared(config, method, "perturbation", "dropout,gaussian"),
+                                    p=declared(config, method, "perturbation_p", 0.1),
+                                    sigma=declared(config, method, "perturbation_sigma", 0.1),
+                                    alpha=declared(config, method, "perturbation_alpha", 0.3))
+        assert args.perturbation_spec() == expected, (job, args.perturbation_spec())
+        if job.run.startswith("gc2po_lambda"):
+            key, value = job.run.removeprefix("gc2po_").rsplit("_", 1)
+            assert getattr(args, key) == float(value)
+    summary = run_summary(config)
+    if name == "paper":
+        assert {row["sequences_per_step"] for row in summary} == {256}  # "batch size 256"
+        assert {row["prompts_per_step"] for row in summary} == {32}
+
+
+def test_the_paper_uses_the_spec_perturbation_not_the_testbeds():
+    # the first wave's silent error: the paper config inherited the testbed's gaussian sigma 0.3
+    paper = load_config(CONFIGS["paper"])
+    testbed = load_config([])
+    assert testbed["train"]["trainer"]["perturbation"] != "dropout,gaussian"  # the testbed tuned it
+    for job in training_jobs(paper):
+        if METHODS[job.method].needs_cf:
+            assert build_args(job.run_config(paper)).perturbation_spec() == [{"name": "dropout", "p": 0.1},
+                                                                            {"name": "gaussian", "sigma": 0.1}]
+
+
+@pytest.mark.parametrize("name", ["paper", "smollm2"])
+def test_a_config_given_alone_inherits_nothing_from_the_default(name, tmp_path):
+    """Snakemake loads the default only when no config file is given: the effective config is the
+    file itself. A dry run of the paper counts its own jobs (the default's method_seeds would cut
+    the costly methods to one seed each if it leaked in)."""
+    config = load_config(CONFIGS[name])
+    stated = yaml.safe_load(CONFIGS[name][0].read_text())
+    assert config == stated
+    default = load_config([])
+    inherited = sorted(k for k in default if k not in stated)
+    assert inherited and all(k not in config for k in inherited)  # e.g. testbed, method_seeds, audit
+    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "1", "--configfile",
+                          str(CONFIGS[name][0])], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    planned = int(re.search(r"^train\s+(\d+)$", out.stdout, re.MULTILINE).group(1))
+    assert planned == len(training_jobs(config))
+
+
+def test_every_paper_job_fits_an_80_gb_gpu_with_256_sequences_per_step():
+    plan = memory_plan(load_config(CONFIGS["paper"]))
+    assert len(plan) == len({(j.base, j.run) for j in training_jobs(load_config(CONFIGS["paper"]))})
+    assert plan["fits"].all(), plan[~plan["fits"]].to_string()
+    assert (plan["peak_gib"] < 80 * 1e9 / 2**30).all()
+    assert set(plan["sequences_per_step"]) == {256}
+
+
+def test_gc2po_plan_command_prints_the_paper_plan():
+    out = subprocess.run([sys.executable, "-m", "gc2po.cli", "plan", "--configfile", "config/paper.yaml"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [line for line in out.stdout.splitlines() if "R1-Distill-Qwen-7B" in line]
+    assert len(lines) == 8 and all(line.rstrip().endswith("True") for line in lines)  # 8 Table 1 rows fit
+
+
+def test_the_schema_knows_exactly_the_registered_methods():
+    schema = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    assert sorted(schema["$defs"]["method"]["enum"]) == sorted(METHODS)
+
+
+@pytest.mark.parametrize("trainer, match", [
+    ({"learning_rate": "abc"}, r"trainer.learning_rate must be float, got 'abc'"),
+    ({"beta": 0.02}, r"trainer.beta=0.02 conflicts with method 'dr_grpo'"),
+])
+def test_a_bad_trainer_value_fails_validation_naming_the_key(trainer, match):
+    config = load_config(CONFIGS["ci"])
+    config["train"]["trainer"].update(trainer)
+    config["methods"] = ["grpo", "dr_grpo"]
+    with pytest.raises(ValueError, match=match):
+        validate(config)
