@@ -7,12 +7,15 @@ import sys
 
 
 def _train(ns):
-    from gc2po.train import load_run_config, train
+    from gc2po.run_config import load_run_config, precheck
 
     run = load_run_config(ns.config, ns.set)
     for flag in ("resume", "overwrite"):
         if getattr(ns, flag):
             run[flag] = True
+    precheck(run)  # before torch, transformers and trl are imported: bad input fails within a second
+    from gc2po.train import train
+
     train(run)
 
 
@@ -102,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     try:
         ns.func(ns)
-    except ValueError as err:
+    except (ValueError, OSError) as err:  # bad input: a message, not a traceback
         print(f"gc2po {ns.command}: error: {err}", file=sys.stderr)
         return 2
     return 0
