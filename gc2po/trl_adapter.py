@@ -9,13 +9,10 @@ importance sampling, several iterations per batch), from that pass.
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
-from transformers import TrainerCallback
 from trl import GRPOTrainer
 from trl.models.utils import unwrap_model_for_generation
 
@@ -26,36 +23,9 @@ from gc2po.episodes import EpisodeStates, StateCapture, episode_end_positions, s
 from gc2po.methods import RolloutBatch, get_method
 from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
 from gc2po.step_guard import NonFiniteStepGuard
+from gc2po.training_metrics import JsonlMetricsCallback, reduce_over_processes
 
 __all__ = ["GC2POConfig", "GC2POTrainer"]
-
-
-class JsonlMetricsCallback(TrainerCallback):
-    """Writes every log record (with its step) to a JSONL file, on rank 0, as training goes; at the
-    end the file is rewritten from the trainer's log history, which checkpoints carry, so a run
-    resumed after a kill (even one whose file was deleted) ends with every step exactly once."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        if not state.is_world_process_zero:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        kept = []
-        if state.global_step > 0 and self.path.exists():
-            kept = [line for line in self.path.read_text().splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= state.global_step]
-        self.path.write_text("".join(line + "\n" for line in kept))
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if state.is_world_process_zero and logs:
-            with self.path.open("a") as handle:
-                handle.write(json.dumps({"step": state.global_step, **logs}) + "\n")
-
-    def on_train_end(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
-            self.path.write_text("".join(json.dumps(record) + "\n" for record in state.log_history))
 
 
 @dataclass
@@ -340,15 +310,8 @@ class GC2POTrainer(GRPOTrainer):
 
     # -- metrics -------------------------------------------------------------------------------
     def _record(self, metrics: dict[str, float], mode: str):
-        """Append metrics reduced over processes (max for '/max' names, min for '/min', else mean)."""
-        names = sorted(metrics)
-        if self.accelerator.num_processes > 1 and names:
-            values = torch.tensor([[float(metrics[n]) for n in names]], device=self.accelerator.device)
-            gathered = self.accelerator.gather(values)
-            metrics = {n: (gathered[:, i].max() if n.endswith("/max") else gathered[:, i].min() if n.endswith("/min")
-                           else gathered[:, i].mean()).item() for i, n in enumerate(names)}
-        for name in names:
-            self._metrics[mode][name].append(float(metrics[name]))
+        for name, value in reduce_over_processes(metrics, self.accelerator).items():
+            self._metrics[mode][name].append(value)
 
     def _warn_if_prompts_hold_pad(self, output):
         pad = self.processing_class.pad_token_id

@@ -247,3 +247,14 @@ def test_method_definitions_are_applied_over_defaults(tmp_path):
     assert build_args({**run, "method": "dr_grpo"}).loss_type == "dr_grpo"
     assert build_args({**run, "method": "grpo"}).beta == 0.04
     assert build_args({**run, "method": "gc2po_no_ssta"}).lambda_sta == 0.0
+
+
+@pytest.mark.slow
+def test_a_prompt_holding_the_pad_token_warns_once(small_run, testbed_train_file, tmp_path):
+    trainer = small_run("grpo", out="pad", max_steps=2, save_strategy="no")
+    pad = trainer.processing_class.pad_token
+    trainer.train_dataset = trainer.train_dataset.map(lambda row: {"prompt": [
+        {"role": "user", "content": f"{pad} {row['prompt'][0]['content']}"}]})
+    with pytest.warns(UserWarning, match="contains the pad token id") as caught:
+        trainer.train()
+    assert sum("pad token id" in str(w.message) for w in caught) == 1  # once, not every step
