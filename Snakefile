@@ -1,5 +1,10 @@
 # GC2PO reproduction workflow: data -> (testbed warm start) -> RL training -> evaluation ->
-# tables, figures, report. Rules live in workflow/rules/, one file per stage.
+# tables, figures, report. Rules live in workflow/rules/, one file per stage; config/README.md
+# describes every config and key.
+from snakemake.utils import min_version
+
+min_version("9.10")
+
 # The embedded default; a config given with --configfile replaces it (configs inherit nothing:
 # layer them explicitly, e.g. --configfile config/config.yaml config/ci.yaml).
 if not workflow.overwrite_configfiles:
