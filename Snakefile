@@ -3,6 +3,9 @@
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
@@ -17,4 +20,5 @@ rule all:
         CHECKPOINTS,  # listed so that deleting one checkpoint reruns it and what depends on it
         TABLES,
         FIGURES,
+        REPORT_PAGES,
         AUDIT_FIGURE,
