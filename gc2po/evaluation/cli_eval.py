@@ -54,7 +54,8 @@ TOP_LEVEL_CHECKS = {
     "sampling": (lambda v: isinstance(v, dict), "a mapping"),
     "n_per_benchmark": (lambda v: isinstance(v, dict) and all(_positive_int(n) for n in v.values()),
                         "a mapping of benchmark -> integer >= 1"),
-    "budgets": (lambda v: isinstance(v, list) and all(_positive_int(b) for b in v), "a list of integers >= 1"),
+    "budgets": (lambda v: v is None or isinstance(v, list) and all(_positive_int(b) for b in v),
+                "a list of integers >= 1 (or null: no budget curve)"),
     "batch_size": (lambda v: _positive_int(v), "an integer >= 1"),
     "output_dir": (lambda v: isinstance(v, str) and v.strip() != "", "a folder path"),
     "benchmarks": (lambda v: isinstance(v, dict), "a mapping of benchmark -> {path, limit, seed}"),
@@ -112,16 +113,17 @@ def check_model(model: str):
                              "cache while HF_HUB_OFFLINE is set")
 
 
-def default_key(model: str, seed: int, base: str | None, run: str | None):
-    """``--base/--run`` or, for a workflow checkpoint ``runs/<base>/<run>/seed<k>/final``, its own
-    key; any other model is its own base (``run = base``)."""
+def default_key(model: str, base: str | None, run: str | None, seed: int | None, config_seed: int):
+    """``--base/--run/--seed`` where given; else a workflow checkpoint ``runs/<base>/<run>/seed<k>/final``
+    keys itself (its training seed is the sampling seed, as in the workflow), and any other model
+    is its own base (``run = base``, the config's sampling seed)."""
     from gc2po.evaluation.run import EvalKey
 
     found = RUN_LAYOUT.search(Path(model).as_posix())
     if found:
-        return EvalKey(base or found["base"], run or found["run"], seed)
+        return EvalKey(base or found["base"], run or found["run"], seed if seed is not None else int(found["seed"]))
     label = re.sub(r"[^\w.-]+", "--", model.rstrip("/").split("/")[-1] if Path(model).exists() else model)
-    return EvalKey(base or label, run or "base", seed)
+    return EvalKey(base or label, run or "base", seed if seed is not None else config_seed)
 
 
 def _resolve(path: str | None, config_path: str) -> str | None:
@@ -179,7 +181,7 @@ def run_eval(config: dict, model: str, benchmark: str, config_path: str = "<conf
     """Validate everything, then evaluate; returns the summary."""
     config = validate_config(config, config_path)
     check_model(model)
-    key = default_key(model, seed if seed is not None else config["sampling"].get("seed", 0), base, run)
+    key = default_key(model, base, run, seed, config["sampling"].get("seed", 0))
     out_path = key.out_path(config["output_dir"], benchmark)
     data = load_benchmark_data(config, benchmark, config_path, out_path)
     refuse_foreign_output(out_path, model)

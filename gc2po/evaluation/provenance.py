@@ -47,14 +47,14 @@ def data_provenance(path: str | Path | None, records: list[dict], source: str | 
 def git_revision() -> dict:
     """``{"revision", "dirty"}`` of the checkout the gc2po package runs from (None outside git)."""
     def git(*args):
-        return subprocess.run(["git", "-C", str(PACKAGE_DIR), *args], capture_output=True, text=True, timeout=30)
+        return subprocess.run(["git", "-C", str(PACKAGE_DIR), *args], capture_output=True, text=True)
 
     try:
         head = git("rev-parse", "HEAD")
         if head.returncode != 0:
             return {"revision": None, "dirty": None}
         status = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return {"revision": None, "dirty": None}
     return {"revision": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 

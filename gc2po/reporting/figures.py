@@ -124,7 +124,7 @@ def _summary_values(paths: list[Path], field: str) -> list[float]:
 def budget_curves(summaries: Series, out_png: str | Path, title: str):
     """pass@1 against token budget, mean over seeds with a 95% band."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    bases = _bases(summaries)
+    bases, budgets = _bases(summaries), []
     for (base, run), paths in summaries.items():
         curves = [c for c in (json.loads(Path(p).read_text()).get("budget_curve", []) for p in paths) if c]
         if not curves:
@@ -133,7 +133,10 @@ def budget_curves(summaries: Series, out_png: str | Path, title: str):
         per_budget = [[100 * c[i]["accuracy"] for c in curves] for i in range(len(budgets))]
         _band(ax, budgets, per_budget, colour=method_colour(run),
               style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], label=_label(base, run, bases))
-    ax.set_xscale("log", base=2)
+    if budgets:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.minorticks_off()
     ax.set_xlabel("token budget")
     ax.set_ylabel("pass@1 (%)")
     ax.set_title(title)

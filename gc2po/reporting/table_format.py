@@ -10,6 +10,8 @@ evaluation protocol read from the evaluation summaries.
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 
 from gc2po.reporting.names import benchmark_name, method_name
@@ -91,11 +93,11 @@ def _rows(cells: pd.DataFrame, benchmarks: list[str]):
             yield block, model, label, [(wide.loc[(model, c)], best[c] == model) for c in columns]
 
 
-def _cell_text(cell, bold: bool, *, strong, small, number) -> str:
+def _cell_text(cell, bold: bool, *, strong, small, number, before_difference=" ") -> str:
     text = strong(value(cell["mean"])) if bold else value(cell["mean"])
     text += " " + small(f"[{value(cell['ci_low'])}, {value(cell['ci_high'])}]")
     if pd.notna(cell.get("diff")):
-        text += (f" ({number(signed(cell['diff']))} "
+        text += (f"{before_difference}({number(signed(cell['diff']))} "
                  + small(f"[{number(signed(cell['diff_ci_low']))}, {number(signed(cell['diff_ci_high']))}]") + ")")
     return text
 
@@ -140,23 +142,23 @@ def to_latex(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: s
 
 
 def to_html(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str) -> str:
-    """A standalone HTML page (pandas Styler) for the Snakemake report."""
+    """A standalone HTML page (pandas Styler) for the Snakemake report: the paired difference on
+    a second line of each cell, one block of rows per base model."""
     header = [benchmark_name(b) for b in benchmarks] + [AVERAGE]
     rows = list(_rows(cells, benchmarks))
-    plain = dict(strong=str, small=str, number=str)
     index = pd.MultiIndex.from_tuples([(block, label) for block, _, label, _ in rows])  # unique across blocks
-    frame = pd.DataFrame([[_cell_text(c, False, **plain) for c, _ in row] for *_, row in rows], index=index,
-                         columns=header)
-    bold = pd.DataFrame([["font-weight: bold" if b else "" for _, b in row] for *_, row in rows], index=index,
-                        columns=header)
+    frame = pd.DataFrame([[_cell_text(c, b, strong=lambda t: f"<b>{t}</b>", small=lambda t: f"<small>{t}</small>",
+                                      number=str, before_difference="<br>") for c, b in row] for *_, row in rows],
+                         index=index, columns=header)
     base_rows = [(block, label) for block, model, label, _ in rows if model == "base"]
-    styler = (frame.style.apply(lambda _: bold, axis=None)
-              .set_caption(f"<b>{title}</b><br>{caption_notes(cells, protocol)}")
+    styler = (frame.style.format_index(escape="html", axis=0).format_index(escape="html", axis=1)
+              .set_caption(f"<b>{html.escape(title)}</b><br>{html.escape(caption_notes(cells, protocol))}")
               .set_table_styles([
                   {"selector": "", "props": "border-collapse: collapse; font-family: sans-serif; font-size: 13px;"},
                   {"selector": "caption", "props": "caption-side: top; text-align: left; padding-bottom: 8px;"},
-                  {"selector": "th, td", "props": "padding: 4px 10px; border-bottom: 1px solid #ddd; text-align: right;"},
+                  {"selector": "th, td", "props": "padding: 4px 10px; border-bottom: 1px solid #ddd; "
+                                                  "text-align: right; white-space: nowrap;"},
                   {"selector": "th.row_heading", "props": "text-align: left;"},
-              ]))
-    styler = styler.set_properties(subset=pd.IndexSlice[base_rows, :], **{"border-top": "2px solid #444"})
+              ])
+              .set_properties(subset=pd.IndexSlice[base_rows, :], **{"border-top": "2px solid #444"}))
     return styler.to_html(doctype_html=True)

@@ -20,9 +20,7 @@ rule figures:
     params:
         bases=list(BASE_MODELS),
         runs=RUNS,
-        seeds=SEEDS,
         benchmarks=BENCHMARKS,
-        out=OUT,
         sweeps=config.get("sweeps") or {},
     log:
         f"logs/{NAME}/figures.log",
@@ -43,9 +41,6 @@ rule training_cost:  # one figure per base model
         report(f"{OUT}/figures/training_cost_{{base}}.png", caption="../report/training_cost.rst",
                category="2 Training", subcategory="Training cost", labels={"base model": "{base}"}),
     params:
-        runs=RUNS,
-        seeds=SEEDS,
-        out=OUT,
         reference=config["report"]["cost_reference"],
     log:
         f"logs/{NAME}/training_cost_{{base}}.log",

@@ -9,15 +9,11 @@ TABLE_SPECS = {
 }
 
 
-def table_inputs(wildcards):
-    methods, benchmarks, _ = TABLE_SPECS[wildcards.table]
-    files = eval_files(["base"] + methods, benchmarks)
-    return {"samples": files, "summaries": [f + ".summary.json" for f in files]}
-
-
 rule table:
     input:
-        unpack(table_inputs),
+        samples=lambda wc: eval_files(["base"] + TABLE_SPECS[wc.table][0], TABLE_SPECS[wc.table][1]),
+        summaries=lambda wc: [f"{f}.summary.json" for f in eval_files(["base"] + TABLE_SPECS[wc.table][0],
+                                                                      TABLE_SPECS[wc.table][1])],
     output:
         md=f"{OUT}/tables/{{table}}.md",
         tex=f"{OUT}/tables/{{table}}.tex",

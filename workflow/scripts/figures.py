@@ -3,6 +3,7 @@ evaluation summaries; colours and names from gc2po.reporting.names."""
 
 import json
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
@@ -13,35 +14,32 @@ from gc2po.reporting.names import method_order  # noqa: E402
 
 sm = snakemake  # noqa: F821
 p = sm.params
-RUNS = method_order(list(p.runs))
-MODELS = ["base"] + RUNS
-
-
-def summaries(base, model, bench):
-    return [Path(f"{p.out}/eval/{base}/{model}/seed{s}/{bench}.jsonl.summary.json") for s in p.seeds]
-
-
-def metrics(base, run):
-    return [Path(f"{p.out}/runs/{base}/{run}/seed{s}/metrics.jsonl") for s in p.seeds]
-
+ORDER = {run: i for i, run in enumerate(["base"] + method_order(list(p.runs)))}
 
 with logged(sm) as log:
-    runs = {(b, r): metrics(b, r) for b in p.bases for r in RUNS}
+    runs = defaultdict(list)  # (base, run) -> metrics per seed; .../runs/{base}/{run}/seed{k}/metrics.jsonl
+    for path in map(Path, sm.input.metrics):
+        runs[(path.parents[2].name, path.parents[1].name)].append(path)
+    evals = defaultdict(list)  # (base, model, benchmark) -> summaries; .../eval/{base}/{model}/seed{k}/{b}.jsonl.summary.json
+    for path in map(Path, sm.input.summaries):
+        evals[(path.parents[2].name, path.parents[1].name, path.name.removesuffix(".jsonl.summary.json"))].append(path)
+    runs = dict(sorted(runs.items(), key=lambda item: (p.bases.index(item[0][0]), ORDER[item[0][1]])))
+    evals = dict(sorted(evals.items(), key=lambda item: (p.bases.index(item[0][0]), ORDER[item[0][1]])))
+
     log("grad norm steps:", figures.metric_over_steps(runs, "grad_norm", "gradient norm", sm.output.grad_norm,
                                                       "Gradient norm"))
     log("sampling ratio steps:", figures.metric_over_steps(runs, "sampling_ratio/mean", "mean pi / pi_old",
                                                            sm.output.sampling_ratio, "Sampling ratio"))
     first = p.benchmarks[0]
-    figures.budget_curves({(b, m): summaries(b, m, first) for b in p.bases for m in MODELS}, sm.output.budget_curves,
-                          f"Token-budget curves ({first})")
-    figures.token_usage({(b, m, bench): summaries(b, m, bench) for b in p.bases for m in MODELS for bench in p.benchmarks},
-                        p.benchmarks, sm.output.token_usage)
+    figures.budget_curves({(b, m): paths for (b, m, bench), paths in evals.items() if bench == first},
+                          sm.output.budget_curves, f"Token-budget curves ({first})")
+    figures.token_usage(evals, p.benchmarks, sm.output.token_usage)
     # lambda = 0 is the ablation method, the paper's value the gc2po run, the rest the sweeps
     sweep_points = {"lambda_exp": {0.0: "gc2po_no_sexp", 0.9: "gc2po"}, "lambda_cf": {0.0: "gc2po_no_rcf", 0.8: "gc2po"}}
     points = {}
     for base in p.bases:
         for key, named in sweep_points.items():
             named = {**named, **{v: f"gc2po_{key}_{v}" for v in p.sweeps.get(key, [])}}
-            points[(base, key)] = {value: summaries(base, run, first) for value, run in named.items() if run in p.runs}
+            points[(base, key)] = {value: evals[(base, run, first)] for value, run in named.items() if run in p.runs}
     figures.lambda_ablation(points, first, sm.output.lambda_ablation)
     log("lambda ablation points:", json.dumps({f"{b}/{k}": sorted(v) for (b, k), v in points.items()}))

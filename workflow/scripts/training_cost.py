@@ -3,6 +3,7 @@ reference method, paired by seed."""
 
 import json
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
@@ -12,9 +13,10 @@ from gc2po.reporting import figures  # noqa: E402
 from gc2po.reporting.names import method_order  # noqa: E402
 
 sm = snakemake  # noqa: F821
-p = sm.params
 with logged(sm) as log:
-    base = sm.wildcards.base
-    runs = {r: [Path(f"{p.out}/runs/{base}/{r}/seed{s}/metrics.jsonl") for s in p.seeds] for r in method_order(list(p.runs))}
-    ratios = figures.training_cost(runs, p.reference, sm.output[0], f"Training cost ({base})")
-    log("step time / reference (mean, 95% CI):", json.dumps(ratios))
+    by_run = defaultdict(list)  # .../runs/{base}/{run}/seed{k}/metrics.jsonl
+    for path in sorted(map(Path, sm.input), key=lambda path: path.parent.name):
+        by_run[path.parents[1].name].append(path)
+    runs = {run: by_run[run] for run in method_order(list(by_run))}
+    ratios = figures.training_cost(runs, sm.params.reference, sm.output[0], f"Training cost ({sm.wildcards.base})")
+    log("step time / reference (mean, 95% CI over seeds):", json.dumps(ratios))
