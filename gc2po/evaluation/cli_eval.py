@@ -161,19 +161,22 @@ def load_benchmark_data(config: dict, benchmark: str, config_path: str, out_path
 
 
 def refuse_foreign_output(out_path: Path, model: str):
-    """Never overwrite another model's evaluation under the same key."""
+    """Never overwrite another model's evaluation under the same key (re-evaluating the same
+    model, e.g. with another protocol, replaces its own files)."""
     import json
 
     summary = Path(str(out_path) + ".summary.json")
     if not summary.exists():
         return
     try:
-        previous = json.loads(summary.read_text()).get("model", {}).get("path")
-    except (OSError, ValueError):
-        previous = None
-    if previous is not None and previous != model:
-        raise ValueError(f"{out_path} holds the evaluation of model {previous!r}; pass --base/--run to key "
-                         f"{model!r} elsewhere, or remove that file")
+        previous = json.loads(summary.read_text()).get("model", {})
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{summary}: unreadable, so it is unclear whose evaluation {out_path} is; remove it") from err
+    mine = str(Path(model).resolve()) if Path(model).exists() else model
+    theirs = previous.get("resolved") or previous.get("path")
+    if theirs != mine:
+        raise ValueError(f"{out_path} holds the evaluation of model {previous.get('path')!r}; pass --base/--run to "
+                         f"key {model!r} elsewhere, or remove that file")
 
 
 def run_eval(config: dict, model: str, benchmark: str, config_path: str = "<config>", *, base: str | None = None,

@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from gc2po.reporting.names import benchmark_name, method_colour, method_name  # noqa: E402
 from gc2po.reporting.stats import seed_interval  # noqa: E402
@@ -83,6 +84,7 @@ def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, 
             plotted[f"{base}/{run}"] = len(steps)
     if not plotted:
         ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center", transform=ax.transAxes)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     ax.set_title(title)

@@ -140,7 +140,7 @@ def warm_start(problems: list[Problem], output_dir: str | Path, config: WarmStar
     Returns (and writes to ``warmstart.json``) the run's statistics: a pure function of the
     problems and the config (no timings; the caller logs those).
     """
-    from transformers import Trainer
+    from transformers import PrinterCallback, Trainer
 
     config = config or WarmStartConfig()
     torch.set_num_threads(config.num_threads)
@@ -159,6 +159,7 @@ def warm_start(problems: list[Problem], output_dir: str | Path, config: WarmStar
         trainer = Trainer(model=model, args=_training_args(Path(scratch), total_steps, config),
                           train_dataset=examples, data_collator=lambda batch: collate(batch, tokenizer.pad_token_id),
                           callbacks=[_loss_logger(log, history)])
+        trainer.remove_callback(PrinterCallback)  # the loss logger above reports progress
         result = trainer.train()
     model.eval()
     output_dir.mkdir(parents=True, exist_ok=True)
