@@ -113,9 +113,18 @@ class Scores:
         return np.array([[by_seed[s][p] for p in problems] for s in seeds])
 
     def problems(self, block: str, benchmark: str, models: list[str], seeds: list[int]) -> list[str]:
-        """Problems every model has on every one of ``seeds`` (normally all of them)."""
-        sets = [set(self.by_cell[(block, m, benchmark)][s]) for m in models for s in seeds]
-        return sorted(set.intersection(*sets))
+        """The problems of ``benchmark``, which every model must have on every one of ``seeds``:
+        pairing across seeds and models needs the same problems (different data is a mistake)."""
+        first = set(self.by_cell[(block, models[0], benchmark)][seeds[0]])
+        for m in models:
+            for s in seeds:
+                if set(self.by_cell[(block, m, benchmark)][s]) != first:
+                    raise ValueError(f"table: {block}/{m} seed {s} was evaluated on other {benchmark} problems than "
+                                     f"{block}/{models[0]} seed {seeds[0]}: {self.path(block, m, benchmark, s)}")
+        return sorted(first)
+
+    def path(self, block: str, model: str, benchmark: str, seed: int) -> str:
+        return next(p for p in self.sources[(block, model, benchmark)] if Path(p).parent.name == f"seed{seed}")
 
 
 def _row_cells(scores: Scores, block: str, model: str, benchmarks: list[str], base_seeds: list[int]) -> list[dict]:

@@ -165,3 +165,11 @@ def test_the_latex_check_rejects_an_unescaped_percent(eval_root):
     tex = write(eval_root, make_files(eval_root, standard_models()))["tex"].read_text()
     result = compile_latex(eval_root, tex.replace("(\\%)", "(%)"))
     assert result.returncode != 0
+
+
+def test_base_and_method_on_different_problems_fail(eval_root):
+    files = make_files(eval_root, standard_models())
+    path = eval_root / "eval" / "testbed" / "gc2po" / "seed2" / "test_id.jsonl"
+    path.write_text(path.read_text().replace('"p3"', '"q3"'))
+    with pytest.raises(ValueError, match=rf"testbed/gc2po seed 2 was evaluated on other test_id problems.*{path}"):
+        write(eval_root, files)
