@@ -103,7 +103,7 @@ def _cell_text(cell, bold: bool, *, strong, small, number, before_difference=" "
 
 
 def markdown_escape(text: str) -> str:
-    return "".join("\\" + c if c in "\\`*_|" else c for c in text)
+    return "".join("\\" + c if c in "\\`*|" else c for c in text)  # "_" inside words is never emphasis
 
 
 def to_markdown(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str) -> str:
