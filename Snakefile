@@ -12,6 +12,9 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
@@ -29,4 +32,5 @@ rule all:
         CHECKPOINTS,  # listed so that deleting one checkpoint reruns it and what depends on it
         TABLES,
         FIGURES,
+        REPORT_PAGES,
         AUDIT_FIGURE,

@@ -1,20 +1,49 @@
-"""Evaluate a model on a set of problems: per-sample records, pass@1, token usage and
-token-budget curves. Per-sample files are what tables and figures read, so nothing has to be
-generated twice."""
+"""Evaluate a model on a set of problems: per-sample records, pass@1 with its CI, token usage,
+token-budget curves, and a summary that carries the protocol and provenance of every number.
+
+This is the one evaluation path: the workflow's ``evaluate`` rule and ``gc2po eval`` both call
+:func:`evaluate_model`. Per-sample files are what tables and figures read, so nothing has to
+be generated twice. Outputs are keyed ``<out>/<base>/<run>/seed<k>/<benchmark>.jsonl``.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gc2po.evaluation.backends import Generation, SamplingConfig, render_prompts
+from gc2po.evaluation import provenance
 from gc2po.prompts import TESTBED_INSTRUCTION, build_messages
+from gc2po.reporting.stats import bootstrap_ci
+
+if TYPE_CHECKING:  # the backends import torch; `gc2po eval` validates its inputs before that
+    from gc2po.evaluation.backends import Generation, SamplingConfig
 
 # What is appended to a truncated trajectory to force a final answer (as MRT does).
 FORCE_ANSWER = {"testbed": "\\boxed{", "math": "\n\nTime is up. The final answer is \\boxed{",
                 "benchmark": "\n\nTime is up. The final answer is \\boxed{"}
+TASKS = ("testbed", "benchmark")
+
+
+@dataclass(frozen=True)
+class EvalKey:
+    """Where an evaluation's files go: ``<base>/<run>/seed<seed>``."""
+    base: str
+    run: str
+    seed: int
+
+    def out_path(self, out_dir: str | Path, benchmark: str) -> Path:
+        return Path(out_dir) / self.base / self.run / f"seed{self.seed}" / f"{benchmark}.jsonl"
+
+
+@dataclass
+class BenchmarkData:
+    name: str
+    records: list[dict]
+    data: dict  # provenance.data_provenance: path and sha256
+    out_path: Path
 
 
 def prompts_for(records: list[dict], task: str) -> list[list[dict]]:
@@ -23,14 +52,14 @@ def prompts_for(records: list[dict], task: str) -> list[list[dict]]:
     return [build_messages(r["question"], r.get("meta", {}).get("answer_format", "math")) for r in records]
 
 
-def grader_for(task: str) -> Callable[[dict, str], dict]:
+def grader_for(task: str, p_threshold: float = 0.5) -> Callable[[dict, str], dict]:
     """(record, completion) -> {"correct": bool, ...extra fields}."""
     if task == "testbed":
         from gc2po.testbed.generator import Problem
         from gc2po.testbed.oracle import grade
 
         def grade_testbed(record, completion):
-            result = grade(Problem.from_record(record), completion)
+            result = grade(Problem.from_record(record), completion, p_threshold=p_threshold)
             return {"correct": bool(result.f), "process_validity": result.p, "group": result.group,
                     "formatted": result.formatted}
 
@@ -56,9 +85,18 @@ def sample_records(records, generations: list[Generation], grade) -> list[dict]:
     return out
 
 
+def generate_and_grade(backend, records: list[dict], task: str, sampling: SamplingConfig, progress=None,
+                       p_threshold: float = 0.5) -> tuple[list[Generation], list[dict]]:
+    """Sample ``sampling.n`` completions per record and grade each: (generations, sample records)."""
+    generations = backend.generate(prompts_for(records, task), sampling, progress=progress)
+    return generations, sample_records(records, generations, grader_for(task, p_threshold))
+
+
 def budget_curve(backend, records, prompts, generations: list[Generation], budgets: list[int], task: str, grade,
                  answer_tokens: int = 12) -> list[dict]:
     """Accuracy when every trajectory is cut at B tokens and an answer is forced (greedy)."""
+    from gc2po.evaluation.backends import SamplingConfig, render_prompts
+
     tokenizer = backend.tokenizer
     texts = render_prompts(tokenizer, prompts)
     rows = []
@@ -80,24 +118,42 @@ def budget_curve(backend, records, prompts, generations: list[Generation], budge
     return rows
 
 
+def pass_at_1_ci(samples: list[dict]) -> list[float]:
+    """95% bootstrap CI of pass@1 over problems (this file is one seed)."""
+    by_problem: dict[str, list[float]] = {}
+    for s in samples:
+        by_problem.setdefault(str(s["problem_id"]), []).append(float(s["correct"]))
+    _, low, high = bootstrap_ci([[sum(v) / len(v) for v in by_problem.values()]])
+    return [low, high]
+
+
+def protocol_of(sampling: SamplingConfig, backend_name: str, task: str, records: list[dict]) -> dict:
+    """How the numbers were produced: sampling, backend, prompt style, graders and versions."""
+    grader, versions = provenance.grader_provenance(task, records)
+    return {**asdict(sampling), "stop": list(sampling.stop), "backend": backend_name, "prompt": task,
+            "grader": grader, "grader_versions": versions}
+
+
 def evaluate(backend, records: list[dict], task: str, sampling: SamplingConfig, out_path: str | Path,
-             budgets: list[int] | None = None, progress=None) -> dict:
+             budgets: list[int] | None = None, progress=None, provenance_fields: dict | None = None) -> dict:
     """Generate, grade and write ``out_path`` (per-sample JSONL) and ``out_path``.summary.json."""
-    prompts = prompts_for(records, task)
-    generations = backend.generate(prompts, sampling, progress=progress)
-    grade = grader_for(task)
-    samples = sample_records(records, generations, grade)
+    generations, samples = generate_and_grade(backend, records, task, sampling, progress=progress)
     n = max(1, len(samples))
     summary = {
         "problems": len(records), "samples": len(samples), "n": sampling.n,
         "pass@1": sum(s["correct"] for s in samples) / n,
+        "pass@1_ci95": pass_at_1_ci(samples) if samples else None,
         "mean_tokens": sum(s["tokens"] for s in samples) / n,
-        "sampling": {k: v for k, v in vars(replace(sampling)).items()},
+        "protocol": protocol_of(sampling, getattr(backend, "name", type(backend).__name__), task, records),
+        **(provenance_fields or {}),
     }
     if task == "testbed":
-        summary["process_validity"] = sum(s["process_validity"] for s in samples) / n
+        from gc2po.testbed.evaluate import testbed_metrics
+
+        summary.update(testbed_metrics(samples))
     if budgets:
-        summary["budget_curve"] = budget_curve(backend, records, prompts, generations, budgets, task, grade)
+        summary["budget_curve"] = budget_curve(backend, records, prompts_for(records, task), generations, budgets,
+                                               task, grader_for(task))
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_suffix(out_path.suffix + ".tmp")
@@ -105,3 +161,29 @@ def evaluate(backend, records: list[dict], task: str, sampling: SamplingConfig, 
     tmp.replace(out_path)
     Path(str(out_path) + ".summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def evaluate_model(model: str, benchmarks: list[BenchmarkData], *, task: str, key: EvalKey, backend: str = "auto",
+                   sampling: dict | None = None, n_per_benchmark: dict | None = None, budgets: list[int] | None = None,
+                   batch_size: int = 32, progress_factory=None, log=print) -> list[dict]:
+    """Load ``model`` once and evaluate it on every benchmark (the token-budget curve on the
+    first); each summary records the key, the model path, the data's sha256 and the code."""
+    from gc2po.evaluation.backends import SamplingConfig, load_backend
+
+    kwargs = {"batch_size": batch_size} if backend != "vllm" else {}
+    engine = load_backend(backend, model, **kwargs)
+    base_fields = {"key": asdict(key), "model": {"path": model, "resolved": str(Path(model).resolve())
+                                                 if Path(model).exists() else None},
+                   "code": provenance.code_provenance()}
+    summaries = []
+    for i, bench in enumerate(benchmarks):
+        settings = {**(sampling or {}), "seed": key.seed}
+        settings["n"] = (n_per_benchmark or {}).get(bench.name, settings.get("n", 1))
+        config = SamplingConfig(**{k: tuple(v) if k == "stop" else v for k, v in settings.items()})
+        progress = progress_factory(bench.name, len(bench.records) * config.n) if progress_factory else None
+        summary = evaluate(engine, bench.records, task, config, bench.out_path, budgets=budgets if i == 0 else None,
+                           progress=progress, provenance_fields={**base_fields, "benchmark": bench.name,
+                                                                 "data": bench.data})
+        log(f"{bench.name}: pass@1 {summary['pass@1']:.4f} {summary['pass@1_ci95']} -> {bench.out_path}")
+        summaries.append(summary)
+    return summaries

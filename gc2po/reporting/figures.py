@@ -1,4 +1,10 @@
-"""Figures (PNG + PDF) from run metrics (metrics.jsonl) and evaluation summaries."""
+"""Figures (PNG + PDF) from run metrics (metrics.jsonl) and evaluation summaries.
+
+Series are keyed ``(base, run)``: every run keeps its colour (``gc2po.reporting.names``) in
+every figure, and with several base models each base gets its own line style. Curves show the
+mean over seeds with a 95% band (Student t over seeds; none from a single seed), bars the mean
+with 95% error bars; legends sit outside the axes so they cover no data.
+"""
 
 from __future__ import annotations
 
@@ -11,25 +17,61 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from gc2po.reporting.names import benchmark_name, method_colour, method_name  # noqa: E402
+from gc2po.reporting.stats import seed_interval  # noqa: E402
+
+LINE_STYLES = ["-", "--", ":", "-."]
+Series = dict[tuple[str, str], list[Path]]  # (base, run) -> one file per seed
 
 
 def read_metrics(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def _save(fig, out_png: str | Path):
+def _label(base: str, run: str, bases: list[str]) -> str:
+    return method_name(run) if len(bases) == 1 else f"{base}: {method_name(run)}"
+
+
+def _bases(series) -> list[str]:
+    return list(dict.fromkeys(base for base, _ in series))
+
+
+def legend_overlaps_axes(fig, ax) -> bool:
+    """Whether the drawn legend's box intersects the axes' box (where the data is)."""
+    legend = ax.get_legend()
+    if legend is None:
+        return False
+    fig.canvas.draw()
+    return legend.get_window_extent().overlaps(ax.get_window_extent())
+
+
+def _save(fig, ax, out_png: str | Path):
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
+        if legend_overlaps_axes(fig, ax):
+            raise RuntimeError(f"{out_png}: the legend would cover the plot")
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=150)
-    fig.savefig(out_png.with_suffix(".pdf"))
+    fig.savefig(out_png, dpi=150, bbox_inches="tight")
+    fig.savefig(out_png.with_suffix(".pdf"), bbox_inches="tight")
     plt.close(fig)
 
 
-def metric_over_steps(runs: dict[str, list[Path]], key: str, ylabel: str, out_png: str | Path, title: str):
-    """Mean over seeds of ``key`` per step, one line per method (e.g. grad norm, sampling ratio)."""
+def _band(ax, xs, per_x_values, *, colour, style, label):
+    """Mean line with a 95% band over seeds."""
+    stats = np.array([seed_interval(v) for v in per_x_values])  # [X, 3]
+    ax.plot(xs, stats[:, 0], marker="o", markersize=3, color=colour, linestyle=style, label=label)
+    if np.isfinite(stats[:, 1]).any():
+        ax.fill_between(xs, stats[:, 1], stats[:, 2], color=colour, alpha=0.2, linewidth=0)
+
+
+def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, title: str) -> dict[str, int]:
+    """``key`` per training step, mean over seeds with a 95% band; returns the steps plotted per run."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    for method, paths in sorted(runs.items()):
+    bases, plotted = _bases(runs), {}
+    for (base, run), paths in runs.items():
         by_step = defaultdict(list)
         for path in paths:
             for record in read_metrics(path):
@@ -37,79 +79,107 @@ def metric_over_steps(runs: dict[str, list[Path]], key: str, ylabel: str, out_pn
                     by_step[record["step"]].append(float(record[key]))
         if by_step:
             steps = sorted(by_step)
-            ax.plot(steps, [np.mean(by_step[s]) for s in steps], marker="o", markersize=3, label=method)
+            _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run),
+                  style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], label=_label(base, run, bases))
+            plotted[f"{base}/{run}"] = len(steps)
+    if not plotted:
+        ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center", transform=ax.transAxes)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=7)
-    _save(fig, out_png)
+    _save(fig, ax, out_png)
+    return plotted
 
 
-def training_cost(runs: dict[str, list[Path]], reference: str, out_png: str | Path) -> dict[str, float]:
-    """Mean step time of each method normalised to ``reference`` (GRPO = 1x)."""
-    mean_time = {}
-    for method, paths in runs.items():
-        times = [r["step_time"] for p in paths for r in read_metrics(p) if "step_time" in r and "loss" in r]
-        mean_time[method] = float(np.mean(times)) if times else float("nan")
-    if reference not in mean_time:
+def training_cost(runs: dict[str, list[Path]], reference: str, out_png: str | Path, title: str) -> dict[str, list]:
+    """Mean step time of each run relative to ``reference`` (one base model; seeds paired: the
+    ratio is taken per seed), as bars with 95% error bars over seeds."""
+    if reference not in runs:
         raise ValueError(f"training cost: reference method {reference!r} has no runs")
-    ratios = {m: t / mean_time[reference] for m, t in mean_time.items()}
+
+    def mean_step_time(path):
+        times = [r["step_time"] for r in read_metrics(path) if "step_time" in r and "loss" in r]
+        return float(np.mean(times)) if times else float("nan")
+
+    reference_times = [mean_step_time(p) for p in runs[reference]]
+    ratios = {run: [mean_step_time(p) / ref for p, ref in zip(paths, reference_times)] for run, paths in runs.items()}
+    stats = {run: seed_interval(r) for run, r in ratios.items()}
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    names = sorted(ratios)
-    ax.bar(names, [ratios[n] for n in names], color="tab:blue")
+    names = list(runs)
+    means = [stats[n][0] for n in names]
+    errors = np.array([[stats[n][0] - stats[n][1], stats[n][2] - stats[n][0]] for n in names]).T
+    ax.bar(range(len(names)), means, color=[method_colour(n) for n in names],
+           yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), capsize=3)
+    ax.set_xticks(range(len(names)), [method_name(n) for n in names], rotation=45, ha="right", fontsize=7)
     ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
-    ax.set_ylabel(f"step time / {reference}")
-    ax.set_title("Training cost normalised to " + reference)
-    ax.tick_params(axis="x", rotation=45, labelsize=7)
-    _save(fig, out_png)
-    return ratios
+    ax.set_ylabel(f"step time / {method_name(reference)}")
+    ax.set_title(title)
+    _save(fig, ax, out_png)
+    return {run: list(s) for run, s in stats.items()}
 
 
-def budget_curves(summaries: dict[str, list[Path]], out_png: str | Path, title: str):
-    """Accuracy vs token budget (mean over seeds), one line per method."""
+def _summary_values(paths: list[Path], field: str) -> list[float]:
+    return [float(json.loads(Path(p).read_text())[field]) for p in paths]
+
+
+def budget_curves(summaries: Series, out_png: str | Path, title: str):
+    """pass@1 against token budget, mean over seeds with a 95% band."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    for method, paths in sorted(summaries.items()):
-        curves = [json.loads(Path(p).read_text()).get("budget_curve", []) for p in paths]
-        curves = [c for c in curves if c]
+    bases, budgets = _bases(summaries), []
+    for (base, run), paths in summaries.items():
+        curves = [c for c in (json.loads(Path(p).read_text()).get("budget_curve", []) for p in paths) if c]
         if not curves:
             continue
         budgets = [row["budget"] for row in curves[0]]
-        acc = np.mean([[row["accuracy"] for row in c] for c in curves], axis=0)
-        ax.plot(budgets, 100 * acc, marker="o", markersize=3, label=method)
+        per_budget = [[100 * c[i]["accuracy"] for c in curves] for i in range(len(budgets))]
+        _band(ax, budgets, per_budget, colour=method_colour(run),
+              style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], label=_label(base, run, bases))
+    if budgets:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.minorticks_off()
     ax.set_xlabel("token budget")
     ax.set_ylabel("pass@1 (%)")
     ax.set_title(title)
-    ax.legend(fontsize=7)
-    _save(fig, out_png)
+    _save(fig, ax, out_png)
 
 
-def token_usage(summaries: dict[tuple[str, str], list[Path]], out_png: str | Path):
-    """Mean completion tokens per (method, benchmark) as grouped bars."""
-    methods = sorted({m for m, _ in summaries})
-    benchmarks = sorted({b for _, b in summaries})
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    width = 0.8 / max(1, len(methods))
-    for i, method in enumerate(methods):
-        values = []
-        for bench in benchmarks:
-            paths = summaries.get((method, bench), [])
-            values.append(np.mean([json.loads(Path(p).read_text())["mean_tokens"] for p in paths]) if paths else 0)
-        ax.bar(np.arange(len(benchmarks)) + i * width, values, width, label=method)
-    ax.set_xticks(np.arange(len(benchmarks)) + 0.4 - width / 2, benchmarks, rotation=30, fontsize=7)
+def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: list[str], out_png: str | Path):
+    """Mean completion tokens per (run, benchmark): grouped bars, benchmarks in the tables'
+    order, 95% error bars over seeds."""
+    series = list(dict.fromkeys((base, run) for base, run, _ in summaries))
+    bases = _bases(series)
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    width = 0.8 / max(1, len(series))
+    for i, (base, run) in enumerate(series):
+        stats = np.array([seed_interval(_summary_values(summaries.get((base, run, b), []), "mean_tokens"))
+                          for b in benchmarks])
+        errors = np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]])
+        ax.bar(np.arange(len(benchmarks)) + i * width, stats[:, 0], width, color=method_colour(run),
+               hatch="//" if bases.index(base) else None, label=_label(base, run, bases),
+               yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), capsize=2, error_kw={"linewidth": 0.8})
+    ax.set_xticks(np.arange(len(benchmarks)) + 0.4 - width / 2, [benchmark_name(b) for b in benchmarks],
+                  rotation=20, ha="right", fontsize=7)
     ax.set_ylabel("mean completion tokens")
     ax.set_title("Token usage")
-    ax.legend(fontsize=6)
-    _save(fig, out_png)
+    _save(fig, ax, out_png)
 
 
-def lambda_ablation(values: dict[str, dict[float, float]], out_png: str | Path):
-    """pass@1 against lambda_exp and lambda_cf sweeps ({"lambda_exp": {0.0: acc, ...}, ...})."""
+def lambda_ablation(points: dict[tuple[str, str], dict[float, list[Path]]], benchmark: str, out_png: str | Path):
+    """pass@1 on ``benchmark`` against lambda_exp and lambda_cf: ``{(base, "lambda_exp"): {0.0:
+    [summaries per seed], ...}}``; mean over seeds with 95% error bars."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    for name, series in sorted(values.items()):
+    bases = _bases(points)
+    colours = {"lambda_exp": method_colour("gc2po_no_sexp"), "lambda_cf": method_colour("gc2po_no_rcf")}
+    for (base, key), series in points.items():
         xs = sorted(series)
-        ax.plot(xs, [100 * series[x] for x in xs], marker="o", label=name)
-    ax.set_xlabel("lambda")
-    ax.set_ylabel("pass@1 (%)")
-    ax.set_title("lambda_exp and lambda_cf ablations")
-    ax.legend(fontsize=7)
-    _save(fig, out_png)
+        stats = np.array([seed_interval([100 * v for v in _summary_values(series[x], "pass@1")]) for x in xs])
+        errors = np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]])
+        ax.errorbar(xs, stats[:, 0], yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), marker="o",
+                    capsize=3, color=colours[key], linestyle=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                    label=key if len(bases) == 1 else f"{base}: {key}")
+    ax.set_xlabel("lambda (0 = the ablation; the paper's value = GC2PO)")
+    ax.set_ylabel(f"pass@1 on {benchmark_name(benchmark)} (%)")
+    ax.set_title("lambda_exp and lambda_cf")
+    _save(fig, ax, out_png)

@@ -1,14 +1,18 @@
 """Table 1 layout (SPEC 5) from per-sample evaluation files.
 
-One block per base model. Rows: the base model, then "+ method" with the delta to the base in
-parentheses; columns: benchmarks and Average; the best value of each column in a block is bold.
-Written as Markdown, LaTeX and CSV; the CSV holds every cell's mean, bootstrap CI, seeds and
-source files.
+One block per base model. Rows: the base model, then "+ method" in the paper's order; columns:
+benchmarks in the config's order and their Average (the mean of the benchmark means). Every
+cell holds the mean pass@1 (%) over seeds and problems with its 95% bootstrap CI; a trained
+row's cell adds the paired difference to the base model with its CI (the same seeds and
+problems resampled jointly). The CSV holds every number (means, CIs, paired differences, the
+paired t-test and sign-flip p-values across seeds, seeds, problems, source files); Markdown,
+LaTeX and HTML render it (``gc2po.reporting.table_format``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +20,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gc2po.reporting.stats import bootstrap_ci
+from gc2po.reporting import table_format
+from gc2po.reporting.names import BENCHMARK_NAMES, method_order
+from gc2po.reporting.stats import (
+    macro_bootstrap_ci,
+    paired_macro_bootstrap_diff,
+    paired_test_of_differences,
+)
+
+AVERAGE = "Average"
+EVAL_PATH = re.compile(r"(?:^|/)(?P<block>[^/]+)/(?P<model>[^/]+)/seed(?P<seed>\d+)/(?P<benchmark>[^/]+)\.jsonl$")
 
 
 @dataclass(frozen=True)
@@ -27,6 +40,38 @@ class EvalFile:
     benchmark: str
     path: Path
 
+    @classmethod
+    def from_path(cls, path: str | Path) -> EvalFile:
+        """Parse the evaluation layout ``.../{base}/{model}/seed{k}/{benchmark}.jsonl``."""
+        found = EVAL_PATH.search(Path(path).as_posix())
+        if not found:
+            raise ValueError(f"{path}: not an evaluation file of the layout <base>/<model>/seed<k>/<benchmark>.jsonl")
+        return cls(found["block"], found["model"], int(found["seed"]), found["benchmark"], Path(path))
+
+    @property
+    def summary_path(self) -> Path:
+        return Path(str(self.path) + ".summary.json")
+
+
+def find_eval_files(eval_dir: str | Path, methods: list[str] | None = None, benchmarks: list[str] | None = None
+                    ) -> tuple[list[EvalFile], list[str], list[str]]:
+    """Evaluation files under ``eval_dir`` (``<base>/<run>/seed<k>/<benchmark>.jsonl``) and the
+    methods and benchmarks to tabulate (default: all found; benchmarks in the paper's order)."""
+    found = [EvalFile.from_path(p) for p in sorted(Path(eval_dir).glob("*/*/seed*/*.jsonl"))]
+    if not found:
+        raise ValueError(f"--eval-dir: no <base>/<run>/seed<k>/<benchmark>.jsonl files under {eval_dir}")
+    methods = methods or method_order(sorted({f.model for f in found} - {"base"}))
+    known = list(BENCHMARK_NAMES)
+    benchmarks = benchmarks or sorted({f.benchmark for f in found}, key=lambda b: (b not in known, known.index(b)
+                                                                                   if b in known else 0, b))
+    for name, wanted, have in (("--methods", methods, {f.model for f in found}),
+                               ("--benchmarks", benchmarks, {f.benchmark for f in found})):
+        missing = sorted(set(wanted) - have)
+        if missing:
+            raise ValueError(f"{name}: no evaluation files for {missing} under {eval_dir}")
+    files = [f for f in found if f.model in {"base", *methods} and f.benchmark in benchmarks]
+    return files, methods, benchmarks
+
 
 def problem_scores(path: Path) -> dict[str, float]:
     """Per-problem pass@1 (mean correctness over samples) from a per-sample JSONL file."""
@@ -35,88 +80,131 @@ def problem_scores(path: Path) -> dict[str, float]:
         for row, line in enumerate(handle, 1):
             try:
                 record = json.loads(line)
-                by_problem[str(record["problem_id"])].append(float(record["correct"]))
-            except (json.JSONDecodeError, KeyError) as err:
-                raise ValueError(f"{path}: row {row}: not a per-sample record ({err})") from err
+                correct = record["correct"]
+                problem = record["problem_id"]
+            except (json.JSONDecodeError, KeyError, TypeError) as err:
+                raise ValueError(f"{path}: row {row}: not a per-sample record ({err!r})") from err
+            if correct not in (0, 1):  # true/false or 0/1; anything else is not a grade
+                raise ValueError(f"{path}: row {row}: 'correct' must be true/false or 0/1, got {correct!r}")
+            by_problem[str(problem)].append(float(correct))
+    if not by_problem:
+        raise ValueError(f"{path}: no samples")
     return {pid: sum(v) / len(v) for pid, v in by_problem.items()}
 
 
-def cell_table(files: list[EvalFile], *, num_resamples: int = 1000) -> pd.DataFrame:
-    """One row per (model, benchmark): mean pass@1 (x100), CI, seeds and source files."""
-    grouped: dict[tuple[str, str, str], list[EvalFile]] = defaultdict(list)
-    for f in files:
-        grouped[(f.block, f.model, f.benchmark)].append(f)
+class Scores:
+    """Per-problem scores of every (block, model, benchmark, seed) in a set of eval files."""
+
+    def __init__(self, files: list[EvalFile]):
+        self.by_cell: dict[tuple[str, str, str], dict[int, dict[str, float]]] = defaultdict(dict)
+        self.sources: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        for f in sorted(files, key=lambda f: (f.block, f.model, f.benchmark, f.seed)):
+            self.by_cell[(f.block, f.model, f.benchmark)][f.seed] = problem_scores(f.path)
+            self.sources[(f.block, f.model, f.benchmark)].append(str(f.path))
+
+    def seeds(self, block: str, model: str, benchmarks: list[str]) -> list[int]:
+        """Seeds that every benchmark of the row has."""
+        sets = [set(self.by_cell.get((block, model, b), {})) for b in benchmarks]
+        return sorted(set.intersection(*sets)) if sets else []
+
+    def array(self, block: str, model: str, benchmark: str, seeds: list[int], problems: list[str]) -> np.ndarray:
+        """``[S, P]`` scores over ``seeds`` and ``problems``."""
+        by_seed = self.by_cell[(block, model, benchmark)]
+        return np.array([[by_seed[s][p] for p in problems] for s in seeds])
+
+    def problems(self, block: str, benchmark: str, models: list[str], seeds: list[int]) -> list[str]:
+        """The problems of ``benchmark``, which every model must have on every one of ``seeds``:
+        pairing across seeds and models needs the same problems (different data is a mistake)."""
+        first = set(self.by_cell[(block, models[0], benchmark)][seeds[0]])
+        for m in models:
+            for s in seeds:
+                if set(self.by_cell[(block, m, benchmark)][s]) != first:
+                    raise ValueError(f"table: {block}/{m} seed {s} was evaluated on other {benchmark} problems than "
+                                     f"{block}/{models[0]} seed {seeds[0]}: {self.path(block, m, benchmark, s)}")
+        return sorted(first)
+
+    def path(self, block: str, model: str, benchmark: str, seed: int) -> str:
+        return next(p for p in self.sources[(block, model, benchmark)] if Path(p).parent.name == f"seed{seed}")
+
+
+def _row_cells(scores: Scores, block: str, model: str, benchmarks: list[str], base_seeds: list[int]) -> list[dict]:
+    """The CSV rows of one (block, model): one per benchmark, then the Average."""
+    seeds = scores.seeds(block, model, benchmarks)
+    if not seeds:
+        raise ValueError(f"table: {block}/{model} has no seed evaluated on every one of {benchmarks}")
+    paired_seeds = [s for s in seeds if s in base_seeds]
+    trained = model != "base"
+    if trained and not paired_seeds:
+        raise ValueError(f"table: {block}/{model} shares no seed with the base model ({seeds} vs {base_seeds})")
+    rows, own, mine, theirs = [], [], [], []  # own: [S, P] per benchmark; mine/theirs: paired with the base
+    for benchmark in benchmarks:
+        problems = scores.problems(block, benchmark, [model], seeds)
+        own.append(scores.array(block, model, benchmark, seeds, problems))
+        if trained:
+            common = scores.problems(block, benchmark, [model, "base"], paired_seeds)
+            mine.append(scores.array(block, model, benchmark, paired_seeds, common))
+            theirs.append(scores.array(block, "base", benchmark, paired_seeds, common))
+        rows.append({"benchmark": benchmark, "problems": len(problems),
+                     "sources": ";".join(scores.sources[(block, model, benchmark)])})
+    rows.append({"benchmark": AVERAGE, "problems": sum(r["problems"] for r in rows), "sources": ""})
+    for i, row in enumerate(rows):
+        part = slice(i, i + 1) if row["benchmark"] != AVERAGE else slice(None)  # the Average uses every benchmark
+        row.update(block=block, model=model, seeds=",".join(map(str, seeds)))
+        row.update(zip(("mean", "ci_low", "ci_high"), 100 * np.array(macro_bootstrap_ci(own[part]))))
+        if trained:
+            row["paired_seeds"] = ",".join(map(str, paired_seeds))
+            row.update(zip(("diff", "diff_ci_low", "diff_ci_high"),
+                           100 * np.array(paired_macro_bootstrap_diff(mine[part], theirs[part]))))
+            per_seed = np.mean([a.mean(axis=1) - b.mean(axis=1) for a, b in zip(mine[part], theirs[part])], axis=0)
+            test = paired_test_of_differences(per_seed)
+            row.update(diff_t_p=test.t_p_value, diff_sign_flip_p=test.sign_flip_p_value)
+    return rows
+
+
+CSV_COLUMNS = ["block", "model", "benchmark", "mean", "ci_low", "ci_high", "diff", "diff_ci_low", "diff_ci_high",
+               "diff_t_p", "diff_sign_flip_p", "seeds", "paired_seeds", "problems", "sources"]
+
+
+def cell_table(files: list[EvalFile], order: list[str], benchmarks: list[str]) -> pd.DataFrame:
+    """Every cell of the table, one row per (block, model, benchmark or Average)."""
+    scores = Scores(files)
     rows = []
-    for (block, model, benchmark), members in grouped.items():
-        members = sorted(members, key=lambda f: f.seed)
-        per_seed = [problem_scores(f.path) for f in members]
-        common = sorted(set.intersection(*(set(s) for s in per_seed)))
-        arrays = [np.array([s[p] for p in common]) for s in per_seed]
-        mean, low, high = bootstrap_ci(arrays, num_resamples=num_resamples)
-        rows.append({"block": block, "model": model, "benchmark": benchmark, "mean": 100 * mean, "ci_low": 100 * low,
-                     "ci_high": 100 * high, "seeds": ",".join(str(f.seed) for f in members),
-                     "problems": len(common), "sources": ";".join(str(f.path) for f in members)})
-    return pd.DataFrame(rows)
+    for block in dict.fromkeys(f.block for f in sorted(files, key=lambda f: f.block)):
+        base_seeds = scores.seeds(block, "base", benchmarks)
+        if not base_seeds:
+            raise ValueError(f"table: no evaluation of the base model of block {block!r} on every one of {benchmarks}")
+        for model in ["base"] + method_order([m for m in order if m != "base"]):
+            rows += _row_cells(scores, block, model, benchmarks, base_seeds)
+    return pd.DataFrame(rows).reindex(columns=CSV_COLUMNS)
 
 
-def table1(cells: pd.DataFrame, order: list[str], benchmarks: list[str]) -> pd.DataFrame:
-    """One block: rows [base, method...] (in ``order``), columns benchmarks + Average."""
-    wide = cells.pivot(index="model", columns="benchmark", values="mean").reindex(columns=benchmarks)
-    wide["Average"] = wide[benchmarks].mean(axis=1)
-    rows = ["base"] + [m for m in order if m != "base"]
-    missing = [m for m in rows if m not in wide.index]
-    if missing:
-        raise ValueError(f"table: no results for {missing}")
-    return wide.loc[rows]
+def read_protocols(files: list[EvalFile]) -> list[dict]:
+    """The evaluation protocol recorded in each file's summary (``gc2po.evaluation.run``)."""
+    protocols = []
+    for f in files:
+        try:
+            summary = json.loads(f.summary_path.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise ValueError(f"{f.summary_path}: cannot read the evaluation summary: {err}") from err
+        if "protocol" not in summary:
+            raise ValueError(f"{f.summary_path}: no 'protocol' (written by an older gc2po; evaluate again)")
+        protocols.append({**summary["protocol"], "benchmark": f.benchmark, "file": str(f.summary_path)})
+    return protocols
 
 
-def _format(table: pd.DataFrame, block: str, bold, plain) -> list[list[str]]:
-    base = "base"
-    best = {c: table.loc[table.index != base, c].max() for c in table.columns}
-    lines = []
-    for model, row in table.iterrows():
-        label = block if model == base else f"+ {model}"
-        cells = []
-        for column, value in row.items():
-            text = f"{value:.1f}"
-            if model != base:
-                text += f" ({value - table.loc[base, column]:+.1f})"
-                if np.isclose(value, best[column]):
-                    text = bold(text)
-            cells.append(plain(text))
-        lines.append([label] + cells)
-    return lines
-
-
-def to_markdown(tables: dict[str, pd.DataFrame], title: str) -> str:
-    first = next(iter(tables.values()))
-    header = ["Model"] + list(first.columns)
-    out = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for block, table in tables.items():
-        out += ["| " + " | ".join(r) + " |" for r in _format(table, block, lambda t: f"**{t}**", lambda t: t)]
-    return "\n".join(out) + "\n"
-
-
-def to_latex(tables: dict[str, pd.DataFrame], title: str) -> str:
-    first = next(iter(tables.values()))
-    header = ["Model"] + [c.replace("_", "\\_") for c in first.columns]
-    out = ["\\begin{table}[t]", "\\centering", f"\\caption{{{title}}}", "\\begin{tabular}{l" + "c" * (len(header) - 1) + "}",
-           "\\toprule", " & ".join(header) + " \\\\"]
-    for block, table in tables.items():
-        out.append("\\midrule")
-        rows = _format(table, block, lambda t: f"\\textbf{{{t}}}", lambda t: t)
-        out += [" & ".join(c.replace("_", "\\_") for c in r) + " \\\\" for r in rows]
-    out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-    return "\n".join(out) + "\n"
-
-
-def write_table(files: list[EvalFile], order: list[str], benchmarks: list[str], title: str,
-                md: Path, tex: Path, csv: Path) -> dict[str, pd.DataFrame]:
-    """Write the table in three formats; returns {base model: block}."""
-    cells = cell_table(files)
-    tables = {block: table1(cells[cells.block == block], order, benchmarks) for block in dict.fromkeys(cells.block)}
-    for path, text in ((md, to_markdown(tables, title)), (tex, to_latex(tables, title))):
+def write_table(files: list[EvalFile], order: list[str], benchmarks: list[str], title: str, *, md: Path, tex: Path,
+                csv: Path, html: Path | None = None, label: str = "table") -> pd.DataFrame:
+    """Write the table as Markdown, LaTeX, CSV (and HTML); returns the cells."""
+    if not files:
+        raise ValueError("table: no evaluation files")
+    protocol = table_format.protocol_text(read_protocols(files), benchmarks)
+    cells = cell_table(files, order, benchmarks)
+    outputs = {md: table_format.to_markdown(cells, benchmarks, title, protocol),
+               tex: table_format.to_latex(cells, benchmarks, title, protocol, label)}
+    if html is not None:
+        outputs[html] = table_format.to_html(cells, benchmarks, title, protocol)
+    for path, text in outputs.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
-    cells.to_csv(csv, index=False)
-    return tables
+    cells.to_csv(csv, index=False, float_format="%.4f")
+    return cells

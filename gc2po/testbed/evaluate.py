@@ -1,27 +1,32 @@
-"""Evaluate a model on testbed splits with the oracle: accuracy, process validity, groups."""
+"""Testbed metrics over graded samples (accuracy, process validity, format compliance, the four
+groups); the samples come from ``gc2po.evaluation.run``, the one evaluation path."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from gc2po.evaluation.backends import SamplingConfig
 from gc2po.testbed.generator import Problem
-from gc2po.testbed.oracle import GROUPS, grade
-from gc2po.testbed.warmstart import prompt_messages
+from gc2po.testbed.oracle import GROUPS
 
 
-def evaluate_split(backend, problems: list[Problem], sampling: SamplingConfig, p_threshold: float = 0.5) -> dict:
-    """Sample ``sampling.n`` completions per problem and grade them with the oracle."""
-    generations = backend.generate([prompt_messages(p) for p in problems], sampling)
-    results = [grade(problems[g.prompt_index], g.text, p_threshold=p_threshold) for g in generations]
-    groups = Counter(r.group for r in results)
-    n = len(results)
+def testbed_metrics(samples: list[dict]) -> dict:
+    """Means over the sample records that ``gc2po.evaluation.run`` writes for the testbed."""
+    n = max(1, len(samples))
+    groups = Counter(s["group"] for s in samples)
     return {
-        "problems": len(problems),
-        "samples": n,
-        "accuracy": sum(r.f for r in results) / n,
-        "process_validity": sum(r.p for r in results) / n,
-        "format_compliance": sum(r.formatted for r in results) / n,
-        "mean_tokens": sum(g.num_tokens for g in generations) / n,
+        "process_validity": sum(s["process_validity"] for s in samples) / n,
+        "format_compliance": sum(s["formatted"] for s in samples) / n,
         "groups": {name: groups.get(name, 0) / n for name in GROUPS},
     }
+
+
+def evaluate_split(backend, problems: list[Problem], sampling, p_threshold: float = 0.5) -> dict:
+    """Sample ``sampling.n`` completions per problem and grade them with the oracle (in memory;
+    the workflow and ``gc2po eval`` write files through ``gc2po.evaluation.run.evaluate``)."""
+    from gc2po.evaluation.run import generate_and_grade
+
+    _, samples = generate_and_grade(backend, [p.record() for p in problems], "testbed", sampling,
+                                    p_threshold=p_threshold)
+    n = max(1, len(samples))
+    return {"problems": len(problems), "samples": len(samples), "accuracy": sum(s["correct"] for s in samples) / n,
+            "mean_tokens": sum(s["tokens"] for s in samples) / n, **testbed_metrics(samples)}

@@ -3,14 +3,20 @@
 The SFT data mixes correct solutions with imperfect ones (arithmetic slips, shortcut steps
 with a right answer) so the warm-started model makes every kind of mistake the reward audit
 looks for and RL has room to improve.
+
+The SFT loop is transformers' ``Trainer`` with a fixed step budget (``epochs`` x batches per
+epoch): what is computed depends on the config only, never on the clock. With a fixed
+``num_threads`` the saved model and tokenizer are byte-identical from run to run, on an idle
+or a loaded machine (``tests/testbed/test_warmstart.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
-import time
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -19,6 +25,8 @@ import torch
 from gc2po.models import build_causal_lm, train_tokenizer
 from gc2po.prompts import TESTBED_INSTRUCTION, build_messages
 from gc2po.testbed.generator import Problem, solution_text
+
+LOG_EVERY = 50  # steps between logged mean losses
 
 
 @dataclass
@@ -30,19 +38,32 @@ class WarmStartConfig:
     num_heads: int = 4
     slip_frac: float = 0.2  # solutions with one arithmetic slip (near misses)
     shortcut_frac: float = 0.1  # solutions with wrong steps but the right answer (lucky guesses)
-    epochs: float = 8.0
+    epochs: float = 8.0  # step budget = int(epochs * ceil(examples / batch_size))
     batch_size: int = 32
     lr: float = 3e-3
     warmup_frac: float = 0.05
     weight_decay: float = 0.01
-    max_seconds: float = 230.0  # hard wall-clock cap for the SFT loop
+    num_threads: int = 2  # torch CPU threads: part of the result (float sums depend on the split)
     seed: int = 0
+
+    @classmethod
+    def from_mapping(cls, values: dict, where: str = "warm_start") -> WarmStartConfig:
+        """Build from a config mapping; an unknown key or a value of the wrong type fails naming it."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for key, value in (values or {}).items():
+            if key not in fields:
+                raise ValueError(f"{where}: unknown key {key!r}; valid: {sorted(fields)}")
+            expected = type(fields[key].default)
+            ok = isinstance(value, (int, float)) if expected is float else isinstance(value, expected)
+            if not ok or isinstance(value, bool):
+                raise ValueError(f"{where}.{key}: must be {expected.__name__}, got {value!r}")
+        return cls(**(values or {}))
 
     def __post_init__(self):
         if not 0 <= self.slip_frac + self.shortcut_frac <= 1:
-            raise ValueError("slip_frac + shortcut_frac must lie in [0, 1]")
-        if self.epochs <= 0 or self.batch_size < 1 or self.lr <= 0:
-            raise ValueError("epochs, batch_size and lr must be positive")
+            raise ValueError("warm_start: slip_frac + shortcut_frac must lie in [0, 1]")
+        if self.epochs <= 0 or self.batch_size < 1 or self.lr <= 0 or self.num_threads < 1:
+            raise ValueError("warm_start: epochs, batch_size, lr and num_threads must be positive")
 
 
 def prompt_messages(problem_or_question) -> list[dict]:
@@ -72,79 +93,85 @@ def encode_pairs(tokenizer, pairs) -> list[tuple[list[int], int]]:
     return out
 
 
-def _batches(examples, batch_size, pad_id, rng):
-    order = list(range(len(examples)))
-    rng.shuffle(order)
-    for i in range(0, len(order), batch_size):
-        chunk = [examples[j] for j in order[i:i + batch_size]]
-        width = max(len(ids) for ids, _ in chunk)
-        input_ids = torch.full((len(chunk), width), pad_id)
-        labels = torch.full((len(chunk), width), -100)
-        attention = torch.zeros((len(chunk), width), dtype=torch.long)
-        for row, (ids, prompt_len) in enumerate(chunk):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            labels[row, prompt_len: len(ids)] = torch.tensor(ids[prompt_len:])
-            attention[row, : len(ids)] = 1
-        yield input_ids, attention, labels
+def collate(examples: list[tuple[list[int], int]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-padded batch [B, T]; labels are -100 on the prompt and the padding."""
+    width = max(len(ids) for ids, _ in examples)
+    input_ids = torch.full((len(examples), width), pad_id)
+    labels = torch.full((len(examples), width), -100)
+    attention = torch.zeros((len(examples), width), dtype=torch.long)
+    for row, (ids, prompt_len) in enumerate(examples):
+        input_ids[row, : len(ids)] = torch.tensor(ids)
+        labels[row, prompt_len: len(ids)] = torch.tensor(ids[prompt_len:])
+        attention[row, : len(ids)] = 1
+    return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
+
+
+def step_budget(num_examples: int, config: WarmStartConfig) -> int:
+    return max(1, int(config.epochs * math.ceil(num_examples / config.batch_size)))
+
+
+def _training_args(scratch_dir: Path, total_steps: int, config: WarmStartConfig):
+    from transformers import TrainingArguments
+
+    return TrainingArguments(
+        output_dir=str(scratch_dir), max_steps=total_steps, per_device_train_batch_size=config.batch_size,
+        learning_rate=config.lr, weight_decay=config.weight_decay, lr_scheduler_type="cosine",
+        warmup_steps=max(1, int(config.warmup_frac * total_steps)), max_grad_norm=1.0, optim="adamw_torch",
+        seed=config.seed, data_seed=config.seed, use_cpu=True, save_strategy="no", report_to="none",
+        logging_steps=LOG_EVERY, disable_tqdm=True, remove_unused_columns=False, dataloader_num_workers=0,
+    )
+
+
+def _loss_logger(log, history: list[dict]):
+    from transformers import TrainerCallback
+
+    class LossLogger(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                history.append({"step": state.global_step, "loss": round(float(logs["loss"]), 6)})
+                log(f"warm start step {state.global_step}/{state.max_steps} loss {logs['loss']:.4f}")
+
+    return LossLogger()
 
 
 def warm_start(problems: list[Problem], output_dir: str | Path, config: WarmStartConfig | None = None, log=print) -> dict:
     """Train the tokenizer and the tiny model on ``problems``; save both to ``output_dir``.
 
-    Returns (and writes to ``warmstart.json``) the run's statistics.
+    Returns (and writes to ``warmstart.json``) the run's statistics: a pure function of the
+    problems and the config (no timings; the caller logs those).
     """
+    from transformers import PrinterCallback, Trainer
+
     config = config or WarmStartConfig()
-    start_time = time.perf_counter()
-    torch.manual_seed(config.seed)
+    torch.set_num_threads(config.num_threads)
     pairs = sft_pairs(problems, config)
-    corpus = [m[0]["content"] + " " + s for m, s in pairs]
-    tokenizer = train_tokenizer(corpus, vocab_size=config.vocab_size)
+    tokenizer = train_tokenizer([m[0]["content"] + " " + s for m, s in pairs], vocab_size=config.vocab_size)
     examples = encode_pairs(tokenizer, pairs)
     model = build_causal_lm(
         tokenizer, architecture=config.architecture, hidden_size=config.hidden_size,
         num_layers=config.num_layers, num_heads=config.num_heads,
         max_position_embeddings=max(len(ids) for ids, _ in examples) * 2 + 64, seed=config.seed,
     )
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    steps_per_epoch = math.ceil(len(examples) / config.batch_size)
-    total_steps = max(1, int(config.epochs * steps_per_epoch))
-    warmup = max(1, int(config.warmup_frac * total_steps))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, total_steps) / total_steps))
-    )
-    rng = random.Random(config.seed)
-    step, losses, stopped_early = 0, [], False
-    while step < total_steps and not stopped_early:
-        for input_ids, attention, labels in _batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
-            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            losses.append(loss.item())
-            step += 1
-            if step % 50 == 0:
-                log(f"warm start step {step}/{total_steps} loss {sum(losses[-50:]) / 50:.4f}")
-            if step >= total_steps:
-                break
-            if time.perf_counter() - start_time > config.max_seconds:
-                stopped_early = True
-                break
     output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    total_steps = step_budget(len(examples), config)
+    history: list[dict] = []
+    with tempfile.TemporaryDirectory() as scratch:  # the Trainer's own folder; nothing of it is kept
+        trainer = Trainer(model=model, args=_training_args(Path(scratch), total_steps, config),
+                          train_dataset=examples, data_collator=lambda batch: collate(batch, tokenizer.pad_token_id),
+                          callbacks=[_loss_logger(log, history)])
+        trainer.remove_callback(PrinterCallback)  # the loss logger above reports progress
+        result = trainer.train()
     model.eval()
-    model.save_pretrained(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(output_dir)  # not trainer.save_model: that adds a pickled training_args.bin
     tokenizer.save_pretrained(output_dir)
     stats = {
         "config": asdict(config),
         "num_examples": len(examples),
-        "steps": step,
+        "steps": result.global_step,
         "total_steps": total_steps,
-        "stopped_at_time_cap": stopped_early,
-        "final_loss": sum(losses[-20:]) / max(1, len(losses[-20:])),
-        "seconds": time.perf_counter() - start_time,
+        "final_loss": history[-1]["loss"] if history else float(result.training_loss),
+        "loss_history": history,
         "num_parameters": sum(p.numel() for p in model.parameters()),
     }
     (output_dir / "warmstart.json").write_text(json.dumps(stats, indent=2))

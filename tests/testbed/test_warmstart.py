@@ -1,12 +1,21 @@
-"""A miniature warm start: the model saves and loads through the Hub code path."""
+"""The testbed warm start: SFT mix, a Hub-loadable model, and byte-identical model files from
+the same config on an idle and on a loaded machine."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from gc2po.testbed.generator import generate_splits
 from gc2po.testbed.warmstart import WarmStartConfig, sft_pairs, warm_start
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+               "chat_template.jinja", "warmstart.json")
 
 
 def test_sft_mix_has_the_configured_imperfect_share():
@@ -19,6 +28,16 @@ def test_sft_mix_has_the_configured_imperfect_share():
     assert 0.05 < groups.count("lucky_guess") / 400 < 0.16
 
 
+def test_config_from_a_mapping_names_a_bad_key_or_value():
+    assert WarmStartConfig.from_mapping({"epochs": 2, "lr": 1}).lr == 1
+    with pytest.raises(ValueError, match=r"testbed.warm_start: unknown key 'max_seconds'"):
+        WarmStartConfig.from_mapping({"max_seconds": 230}, "testbed.warm_start")
+    with pytest.raises(ValueError, match=r"warm_start.hidden_size: must be int, got 12.5"):
+        WarmStartConfig.from_mapping({"hidden_size": 12.5})
+    with pytest.raises(ValueError, match=r"warm_start.epochs: must be float, got 'abc'"):
+        WarmStartConfig.from_mapping({"epochs": "abc"})
+
+
 @pytest.mark.slow
 def test_mini_warm_start_loads_like_a_hub_model(tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -29,6 +48,7 @@ def test_mini_warm_start_loads_like_a_hub_model(tmp_path):
     config = WarmStartConfig(hidden_size=32, num_layers=1, num_heads=2, epochs=1, batch_size=16, vocab_size=300)
     stats = warm_start(problems, tmp_path, config, log=lambda *a: None)
     assert stats["steps"] == 4 and json.loads((tmp_path / "warmstart.json").read_text())["steps"] == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(MODEL_FILES)  # nothing of the Trainer left behind
     model = AutoModelForCausalLM.from_pretrained(tmp_path)
     tokenizer = AutoTokenizer.from_pretrained(tmp_path)
     assert model.config.model_type == "llama"
@@ -38,3 +58,26 @@ def test_mini_warm_start_loads_like_a_hub_model(tmp_path):
     out = backend.generate([[{"role": "user", "content": problems[0].question}]], SamplingConfig(n=2, max_new_tokens=5))
     assert len(out) == 2 and all(g.num_tokens <= 5 for g in out)
     assert torch.isfinite(next(model.parameters())).all()
+
+
+def _ci_warm_start(out_dir: Path) -> dict:
+    """The warm start of the CI miniature (config/ci.yaml sizes), as the workflow runs it."""
+    ci = yaml.safe_load((ROOT / "config" / "ci.yaml").read_text())["testbed"]
+    problems = generate_splits({"train": ci["sizes"]["train"]}, ci["seed"])["train"]
+    return warm_start(problems, out_dir, WarmStartConfig.from_mapping(ci["warm_start"]), log=lambda *a: None)
+
+
+@pytest.mark.slow
+def test_ci_warm_start_is_byte_identical_on_an_idle_and_a_loaded_machine(tmp_path):
+    idle = _ci_warm_start(tmp_path / "idle")
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4)]  # > the CI's cores
+    try:
+        loaded = _ci_warm_start(tmp_path / "loaded")
+        assert all(b.poll() is None for b in burners)  # the load lasted the whole second run
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert idle == loaded and idle["steps"] == idle["total_steps"]
+    for name in MODEL_FILES:
+        assert (tmp_path / "idle" / name).read_bytes() == (tmp_path / "loaded" / name).read_bytes(), name

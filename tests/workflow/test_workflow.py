@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -63,13 +64,27 @@ def test_miniature_default_runs_end_to_end(tmp_path):
     assert out.returncode == 0, out.stderr[-5000:]
     tables = work / "results" / "ci" / "tables"
     table1 = (tables / "table1.md").read_text()
-    assert "| testbed |" in table1 and "+ gc2po" in table1 and "+ grpo" in table1
+    assert "| testbed (base) |" in table1 and "| + GC2PO |" in table1 and "| + GRPO |" in table1
+    assert "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 new tokens" in table1
     csv = (tables / "table1.csv").read_text().splitlines()
-    assert csv[0].startswith("block,model,benchmark,mean,ci_low,ci_high,seeds,problems,sources")
-    for name in ("grad_norm", "sampling_ratio", "training_cost", "budget_curves", "token_usage", "lambda_ablation",
-                 "reward_audit"):
+    assert csv[0].startswith("block,model,benchmark,mean,ci_low,ci_high,diff,diff_ci_low,diff_ci_high")
+    assert all((tables / f"{t}.{ext}").exists() for t in ("table1", "generalization", "ablation")
+               for ext in ("tex", "html"))
+    for name in ("grad_norm", "sampling_ratio", "training_cost_testbed", "budget_curves", "token_usage",
+                 "lambda_ablation", "reward_audit"):
         assert (work / "results" / "ci" / "figures" / f"{name}.png").stat().st_size > 1000
         assert (work / "results" / "ci" / "figures" / f"{name}.pdf").exists()
+    summary = json.loads((work / "results" / "ci" / "eval" / "testbed" / "grpo" / "seed0" /
+                          "test_id.jsonl.summary.json").read_text())
+    assert summary["key"] == {"base": "testbed", "run": "grpo", "seed": 0} and len(summary["data"]["sha256"]) == 64
+    # the report opens on the run's description and holds the tables and the setup page
+    report = snakemake("-s", str(ROOT / "Snakefile"), "-d", str(work), "--configfile", "config/config.yaml",
+                       "config/ci.yaml", "--report", str(work / "report.html"))
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (work / "report.html").read_text()
+    assert "GC2PO reproduction: ci" in html and "Seeds: 0" in html
+    for entry in ("tables/table1.html", "tables/ablation.html", "report/setup.html", "figures/training_cost_testbed.png"):
+        assert entry in html, entry
     # a rerun has nothing to do
     again = snakemake("-n", "--cores", "2", "-s", str(ROOT / "Snakefile"), "-d", str(work),
                       "--configfile", "config/config.yaml", "config/ci.yaml")

@@ -37,7 +37,7 @@ rule audit_figure:
         expand(f"{AUDIT_OUT}/{{base}}/{{model}}/seed{{seed}}/summary.json", base=list(BASE_MODELS), model=AUDIT_MODELS,
                seed=AUDIT.get("seed", 0)),
     output:
-        report(f"{OUT}/figures/reward_audit.png", caption="../report/reward_audit.rst", category="Reward audit"),
+        report(f"{OUT}/figures/reward_audit.png", caption="../report/reward_audit.rst", category="5 Reward audit"),
     log:
         f"logs/{NAME}/audit_figure.log",
     conda:

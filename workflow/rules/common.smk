@@ -108,6 +108,9 @@ def metrics_files(runs):
 
 
 CHECKPOINTS = [f"{j.output_dir}/final" for j in JOBS.values()]
-TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"], ext=["md", "tex", "csv"])
+TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"],
+                ext=["md", "tex", "csv", "html"])
 FIGURES = expand(f"{OUT}/figures/{{figure}}.png",
-                 figure=["grad_norm", "sampling_ratio", "training_cost", "budget_curves", "token_usage", "lambda_ablation"])
+                 figure=["grad_norm", "sampling_ratio", "budget_curves", "token_usage", "lambda_ablation"]) + \
+          expand(f"{OUT}/figures/training_cost_{{base}}.png", base=list(BASE_MODELS))  # one per base model
+REPORT_PAGES = [f"{OUT}/report/setup.html"]

@@ -1,4 +1,5 @@
-# Figures (PNG + PDF), collected with captions by `snakemake --report report.html`.
+# Figures (PNG + PDF) and the report's setup page, collected with captions by
+# `snakemake --report report.html` (categories: the workflow's stages).
 
 
 rule figures:
@@ -6,21 +7,20 @@ rule figures:
         metrics=metrics_files(list(RUNS)),
         summaries=eval_summaries(MODELS, BENCHMARKS),
     output:
-        grad_norm=report(f"{OUT}/figures/grad_norm.png", caption="../report/grad_norm.rst", category="Training"),
-        sampling_ratio=report(f"{OUT}/figures/sampling_ratio.png", caption="../report/sampling_ratio.rst", category="Training"),
-        training_cost=report(f"{OUT}/figures/training_cost.png", caption="../report/training_cost.rst", category="Training"),
-        budget_curves=report(f"{OUT}/figures/budget_curves.png", caption="../report/budget_curves.rst", category="Evaluation"),
-        token_usage=report(f"{OUT}/figures/token_usage.png", caption="../report/token_usage.rst", category="Evaluation"),
-        lambda_ablation=report(f"{OUT}/figures/lambda_ablation.png", caption="../report/lambda_ablation.rst", category="Ablations"),
+        grad_norm=report(f"{OUT}/figures/grad_norm.png", caption="../report/grad_norm.rst", category="2 Training",
+                         subcategory="Curves"),
+        sampling_ratio=report(f"{OUT}/figures/sampling_ratio.png", caption="../report/sampling_ratio.rst",
+                              category="2 Training", subcategory="Curves"),
+        budget_curves=report(f"{OUT}/figures/budget_curves.png", caption="../report/budget_curves.rst",
+                             category="3 Evaluation", subcategory="Figures"),
+        token_usage=report(f"{OUT}/figures/token_usage.png", caption="../report/token_usage.rst",
+                           category="3 Evaluation", subcategory="Figures"),
+        lambda_ablation=report(f"{OUT}/figures/lambda_ablation.png", caption="../report/lambda_ablation.rst",
+                               category="4 Ablations"),
     params:
         bases=list(BASE_MODELS),
         runs=RUNS,
-        models=MODELS,
-        seeds={model: seeds_of(model) for model in MODELS},
-        models_of={base: models_of(base) for base in BASE_MODELS},
         benchmarks=BENCHMARKS,
-        out=lambda wc, output: str(Path(output.grad_norm).parents[1]),
-        reference=config["report"]["cost_reference"],
         sweeps=config.get("sweeps") or {},
     log:
         f"logs/{NAME}/figures.log",
@@ -32,3 +32,46 @@ rule figures:
         runtime=10,
     script:
         "../scripts/figures.py"
+
+
+rule training_cost:  # one figure per base model
+    input:
+        lambda wc: expand(f"{OUT}/runs/{wc.base}/{{run}}/seed{{seed}}/metrics.jsonl", run=list(RUNS), seed=SEEDS),
+    output:
+        report(f"{OUT}/figures/training_cost_{{base}}.png", caption="../report/training_cost.rst",
+               category="2 Training", subcategory="Training cost", labels={"base model": "{base}"}),
+    params:
+        reference=config["report"]["cost_reference"],
+    log:
+        f"logs/{NAME}/training_cost_{{base}}.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/training_cost.py"
+
+
+rule report_setup:  # what the report's first entry shows: the run's setup, models counted from their files
+    input:
+        models=[f"{RES}/models/{b}" for b, spec in BASE_MODELS.items() if spec["source"] != "hub"],
+        summaries=eval_summaries(["base"], BENCHMARKS),
+    output:
+        report(f"{OUT}/report/setup.html", caption="../report/setup.rst", category="1 Setup"),
+    params:
+        config=config,
+        base_models=BASE_MODELS,
+        model_paths={b: base_model_path(b) for b in BASE_MODELS},
+        runs=RUNS,
+    log:
+        f"logs/{NAME}/report_setup.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/report_setup.py"

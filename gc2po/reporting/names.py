@@ -1,0 +1,87 @@
+"""Display names and colours shared by every table and figure.
+
+Methods appear under the paper's names (Table 1: GRPO, length penalty, ReST-MCTS*, GVPO,
+Dr.GRPO, GCPO, MRT, GC2PO) and keep one colour in every figure; benchmarks appear under the
+paper's column names. Run labels that are not registry methods (the lambda sweeps,
+``gc2po_lambda_exp_0.5``) get a derived name and a colour of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+# The paper's Table 1 order; the ablations follow.
+METHOD_NAMES: dict[str, str] = {
+    "grpo": "GRPO",
+    "length_penalty": "Length penalty",
+    "rest_mcts": "ReST-MCTS*",
+    "gvpo": "GVPO",
+    "dr_grpo": "Dr.GRPO",
+    "gcpo": "GCPO",
+    "mrt": "MRT",
+    "gc2po": "GC2PO",
+    "gc2po_no_sexp": "GC2PO w/o S_exp",
+    "gc2po_no_ssta": "GC2PO w/o S_sta",
+    "gc2po_no_rcf": "GC2PO w/o R_cf",
+}
+BASE_NAME = "Base model"
+
+# tab10 first (distinct hues for the eight Table 1 methods), then tab20's light tones.
+_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#d62728",
+            "#bcbd22", "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5"]
+METHOD_COLOURS: dict[str, str] = {m: _PALETTE[i] for i, m in enumerate(METHOD_NAMES)}
+BASE_COLOUR = "#7f7f7f"
+
+BENCHMARK_NAMES: dict[str, str] = {
+    "test_id": "Test (ID)",
+    "test_rephrase": "Rephrased",
+    "test_distractor": "Distractors",
+    "test_longer": "Longer chains",
+    "aime2024": "AIME 2024",
+    "aime2025": "AIME 2025",
+    "amc2023": "AMC 2023",
+    "math500": "MATH500",
+    "minerva": "MinervaMATH",
+    "gsm8k": "GSM8K",
+    "gsmplus": "GSM-Plus",
+    "humaneval": "HumanEval",
+    "commonsenseqa": "CommonsenseQA",
+    "folio": "FOLIO",
+}
+
+_SWEEP = re.compile(r"^gc2po_(lambda_exp|lambda_cf)_(.+)$")
+
+
+def method_name(run: str) -> str:
+    """Display name of a run label: a registry method, a lambda sweep, or the label itself."""
+    if run == "base":
+        return BASE_NAME
+    if run in METHOD_NAMES:
+        return METHOD_NAMES[run]
+    sweep = _SWEEP.match(run)
+    if sweep:
+        return f"GC2PO ({sweep.group(1)} = {sweep.group(2)})"
+    return run
+
+
+def method_colour(run: str) -> str:
+    """One colour per run label, the same in every figure."""
+    if run == "base":
+        return BASE_COLOUR
+    if run in METHOD_COLOURS:
+        return METHOD_COLOURS[run]
+    # labels outside the registry (sweeps): a pick from the palette's unused tail that depends
+    # on the label only, so it is the same in every figure and every run
+    spare = _PALETTE[len(METHOD_NAMES):]
+    return spare[int(hashlib.sha256(run.encode()).hexdigest(), 16) % len(spare)]
+
+
+def benchmark_name(benchmark: str) -> str:
+    return BENCHMARK_NAMES.get(benchmark, benchmark)
+
+
+def method_order(runs: list[str]) -> list[str]:
+    """``runs`` in the paper's order (registry methods first, then the rest as given)."""
+    known = [m for m in METHOD_NAMES if m in runs]
+    return known + [r for r in runs if r not in METHOD_NAMES]

@@ -1,0 +1,164 @@
+"""Render a table's cells (``gc2po.reporting.tables.cell_table``) as Markdown, LaTeX and HTML.
+
+A base row's cell reads ``30.0 [22.0, 38.0]`` (mean pass@1 in %, 95% CI); a trained row's
+``29.0 [21.7, 37.0] (-1.0 [-4.3, +2.0])`` adds the paired difference to the base with its CI.
+A difference that rounds to zero prints as ``0.0`` (never ``-0.0``). Bold marks the highest
+trained value of a column within a block when no other trained row shows the same value at the
+precision printed; a tie bolds nothing. The caption states how cells are computed and the
+evaluation protocol read from the evaluation summaries.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from gc2po.reporting.names import benchmark_name, method_name
+
+AVERAGE = "Average"
+PROTOCOL_KEYS = ("temperature", "top_p", "max_new_tokens", "backend")  # must agree across a table
+PER_BENCHMARK_KEYS = ("n", "grader")  # may differ between benchmarks, not within one
+
+
+def value(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def signed(x: float) -> str:
+    """One decimal with a sign; anything that rounds to zero is ``0.0``."""
+    rounded = round(float(x), 1)
+    return "0.0" if rounded == 0 else f"{rounded:+.1f}"
+
+
+def protocol_text(protocols: list[dict], benchmarks: list[str]) -> str:
+    """One sentence naming the protocol of every evaluation in a table (n, temperature, top-p,
+    max tokens, backend, grader and versions); disagreeing files fail, naming both."""
+    first = protocols[0]
+    for p in protocols[1:]:
+        for key in PROTOCOL_KEYS:
+            if p.get(key) != first.get(key):
+                raise ValueError(f"table: evaluation protocols differ in {key!r}: {first['file']} has {first.get(key)!r}, "
+                                 f"{p['file']} has {p.get(key)!r}")
+    per_benchmark: dict[str, dict] = {}
+    for p in protocols:
+        seen = per_benchmark.setdefault(p["benchmark"], p)
+        for key in PER_BENCHMARK_KEYS:
+            if p.get(key) != seen.get(key):
+                raise ValueError(f"table: {p['benchmark']}: evaluations differ in {key!r}: {seen['file']} has "
+                                 f"{seen.get(key)!r}, {p['file']} has {p.get(key)!r}")
+    ns = {b: per_benchmark[b]["n"] for b in benchmarks if b in per_benchmark}
+    usual_n = max(set(ns.values()), key=list(ns.values()).count)
+    exceptions = ", ".join(f"{benchmark_name(b)}: {n}" for b, n in ns.items() if n != usual_n)
+    graders = dict.fromkeys(per_benchmark[b]["grader"] for b in benchmarks if b in per_benchmark)
+    versions = dict(sorted({k: v for b in benchmarks if b in per_benchmark
+                            for k, v in per_benchmark[b].get("grader_versions", {}).items()}.items()))
+    return (f"n = {usual_n} sample{'s' if usual_n != 1 else ''} per problem"
+            + (f" ({exceptions})" if exceptions else "")
+            + f", temperature {first['temperature']}, top-p {first['top_p']}, at most {first['max_new_tokens']} new tokens,"
+            + f" {first['backend']} backend; grader: {', '.join(graders)}"
+            + (f" ({', '.join(f'{k} {v}' for k, v in versions.items())})" if versions else ""))
+
+
+def caption_notes(cells: pd.DataFrame, protocol: str) -> str:
+    base_seeds = cells.loc[cells.model == "base", "seeds"].iloc[0].split(",")
+    return ("Cells: mean pass@1 (%) over the problems of each benchmark and "
+            f"{len(base_seeds)} seed{'s' if len(base_seeds) != 1 else ''} ({', '.join(base_seeds)}), with its 95% "
+            "bootstrap CI in brackets; for a trained model, in parentheses, the paired difference to its base model "
+            "with the 95% CI of that difference (seeds and problems resampled jointly, 1000 resamples). Average: the "
+            "mean of the benchmark means. Bold: the highest trained value of a column when no other trained row "
+            f"shows the same value. Evaluation protocol: {protocol}.")
+
+
+def _rows(cells: pd.DataFrame, benchmarks: list[str]):
+    """(block, model, label, [(cell, bold)]) per table row, blocks and models in cell order."""
+    columns = benchmarks + [AVERAGE]
+    for block, block_cells in cells.groupby("block", sort=False):
+        wide = block_cells.set_index(["model", "benchmark"])
+        models = list(dict.fromkeys(block_cells.model))
+        trained = [m for m in models if m != "base"]
+        best = {}
+        for column in columns:
+            shown = {m: value(wide.loc[(m, column), "mean"]) for m in trained}
+            top = max(shown.values(), key=float, default=None)
+            winners = [m for m, v in shown.items() if v == top]
+            best[column] = winners[0] if len(winners) == 1 else None
+        base_seeds = wide.loc[("base", columns[0]), "seeds"]
+        for model in models:
+            label = f"{block} (base)" if model == "base" else f"+ {method_name(model)}"
+            seeds = wide.loc[(model, columns[0]), "seeds"]
+            if model != "base" and seeds != base_seeds:
+                count = len(seeds.split(","))
+                label += f" ({count} seed{'s' if count != 1 else ''}: {seeds})"
+            yield block, model, label, [(wide.loc[(model, c)], best[c] == model) for c in columns]
+
+
+def _cell_text(cell, bold: bool, *, strong, small, number, before_difference=" ") -> str:
+    text = strong(value(cell["mean"])) if bold else value(cell["mean"])
+    text += " " + small(f"[{value(cell['ci_low'])}, {value(cell['ci_high'])}]")
+    if pd.notna(cell.get("diff")):
+        text += (f"{before_difference}({number(signed(cell['diff']))} "
+                 + small(f"[{number(signed(cell['diff_ci_low']))}, {number(signed(cell['diff_ci_high']))}]") + ")")
+    return text
+
+
+def markdown_escape(text: str) -> str:
+    return "".join("\\" + c if c in "\\`*|" else c for c in text)  # "_" inside words is never emphasis
+
+
+def to_markdown(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str) -> str:
+    header = ["Model"] + [benchmark_name(b) for b in benchmarks] + [AVERAGE]
+    lines = [f"### {title}", "", "| " + " | ".join(map(markdown_escape, header)) + " |", "|" + "---|" * len(header)]
+    for _, _, label, row in _rows(cells, benchmarks):
+        texts = [_cell_text(c, b, strong=lambda t: f"**{t}**", small=str, number=str) for c, b in row]
+        lines.append("| " + " | ".join([markdown_escape(label)] + texts) + " |")
+    return "\n".join(lines + ["", markdown_escape(caption_notes(cells, protocol)), ""])
+
+
+LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(LATEX_SPECIAL.get(c, c) for c in str(text))
+
+
+def to_latex(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str, label: str) -> str:
+    """A ``table`` environment; needs ``\\usepackage{booktabs,graphicx}``."""
+    header = ["Model"] + [benchmark_name(b) for b in benchmarks] + [AVERAGE]
+    out = ["% needs \\usepackage{booktabs,graphicx}", "\\begin{table}[t]", "\\centering",
+           f"\\caption{{{latex_escape(title)}. {latex_escape(caption_notes(cells, protocol))}}}",
+           f"\\label{{tab:{latex_escape(label)}}}", "\\resizebox{\\linewidth}{!}{%",
+           "\\begin{tabular}{l" + "c" * (len(header) - 1) + "}", "\\toprule",
+           " & ".join(latex_escape(h) for h in header) + " \\\\"]
+    for _, model, row_label, row in _rows(cells, benchmarks):
+        if model == "base":
+            out.append("\\midrule")
+        texts = [_cell_text(c, b, strong=lambda t: f"\\textbf{{{t}}}", small=lambda t: f"{{\\scriptsize {t}}}",
+                            number=lambda t: f"${t}$") for c, b in row]
+        out.append(" & ".join([latex_escape(row_label)] + texts) + " \\\\")
+    out += ["\\bottomrule", "\\end{tabular}%", "}", "\\end{table}"]
+    return "\n".join(out) + "\n"
+
+
+def to_html(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str) -> str:
+    """A standalone HTML page (pandas Styler) for the Snakemake report: the paired difference on
+    a second line of each cell, one block of rows per base model."""
+    header = [benchmark_name(b) for b in benchmarks] + [AVERAGE]
+    rows = list(_rows(cells, benchmarks))
+    index = pd.MultiIndex.from_tuples([(block, label) for block, _, label, _ in rows])  # unique across blocks
+    frame = pd.DataFrame([[_cell_text(c, b, strong=lambda t: f"<b>{t}</b>", small=lambda t: f"<small>{t}</small>",
+                                      number=str, before_difference="<br>") for c, b in row] for *_, row in rows],
+                         index=index, columns=header)
+    base_rows = [(block, label) for block, model, label, _ in rows if model == "base"]
+    styler = (frame.style.format_index(escape="html", axis=0).format_index(escape="html", axis=1)
+              .set_caption(f"<b>{html.escape(title)}</b><br>{html.escape(caption_notes(cells, protocol))}")
+              .set_table_styles([
+                  {"selector": "", "props": "border-collapse: collapse; font-family: sans-serif; font-size: 13px;"},
+                  {"selector": "caption", "props": "caption-side: top; text-align: left; padding-bottom: 8px;"},
+                  {"selector": "th, td", "props": "padding: 4px 10px; border-bottom: 1px solid #ddd; "
+                                                  "text-align: right; white-space: nowrap;"},
+                  {"selector": "th.row_heading", "props": "text-align: left;"},
+              ])
+              .set_properties(subset=pd.IndexSlice[base_rows, :], **{"border-top": "2px solid #444"}))
+    return styler.to_html(doctype_html=True)

@@ -1,0 +1,105 @@
+"""Figures: one colour per method everywhere, seed bands and error bars, legends clear of the
+data, benchmarks in the tables' order, display names."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import pytest
+
+from gc2po.reporting import figures
+from gc2po.reporting.names import method_colour, method_name
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Keep each figure's axes (the functions save and close their figures)."""
+    kept = []
+    original = figures._save
+
+    def keep(fig, ax, out_png):
+        kept.append(ax)
+        original(fig, ax, out_png)
+
+    monkeypatch.setattr(figures, "_save", keep)
+    return kept
+
+
+def write_metrics(path, values, key="grad_norm"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"step": i + 1, "loss": 0.1, key: v, "step_time": 1.0 + v}) + "\n"
+                            for i, v in enumerate(values)))
+    return path
+
+
+def write_summary(path, accuracy, tokens):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pass@1": accuracy, "mean_tokens": tokens, "budget_curve": [
+        {"budget": b, "accuracy": accuracy * b / 8} for b in (2, 4, 8)]}))
+    return path
+
+
+def line_colour(ax, label):
+    line = next(line for line in ax.get_lines() if line.get_label() == label)
+    return mcolors.to_hex(line.get_color())
+
+
+def test_curves_have_seed_bands_method_colours_and_outside_legends(tmp_path, drawn):
+    runs = {("tb", run): [write_metrics(tmp_path / run / f"s{s}.jsonl", [1.0 + s + k, 2.0 + s, 3.0 - s])
+                          for s in range(3)] for k, run in enumerate(["grpo", "gc2po"])}
+    steps = figures.metric_over_steps(runs, "grad_norm", "gradient norm", tmp_path / "g.png", "Gradient norm")
+    assert steps == {"tb/grpo": 3, "tb/gc2po": 3}
+    summaries = {("tb", m): [write_summary(tmp_path / m / f"e{s}.json", 0.2 + 0.1 * s, 10 + s) for s in range(3)]
+                 for m in ("base", "gc2po")}
+    figures.budget_curves(summaries, tmp_path / "b.png", "Budget")
+    grad_ax, budget_ax = drawn
+    # the same method, the same colour, in both figures, under its display name
+    assert line_colour(grad_ax, "GC2PO") == line_colour(budget_ax, "GC2PO") == method_colour("gc2po")
+    assert line_colour(budget_ax, "Base model") == method_colour("base")
+    # one band (a filled polygon) per curve: 3 seeds give a 95% interval
+    assert len(grad_ax.collections) == 2 and len(budget_ax.collections) == 2
+    for ax in drawn:
+        assert not figures.legend_overlaps_axes(ax.figure, ax)
+    assert (tmp_path / "g.png").stat().st_size > 1000 and (tmp_path / "g.pdf").exists()
+    assert [t.get_text() for t in budget_ax.get_xticklabels()] == ["2", "4", "8"]
+
+
+def test_a_single_seed_draws_no_band(tmp_path, drawn):
+    runs = {("tb", "grpo"): [write_metrics(tmp_path / "s0.jsonl", [1.0, 2.0])]}
+    figures.metric_over_steps(runs, "grad_norm", "gradient norm", tmp_path / "g.png", "Gradient norm")
+    assert len(drawn[0].collections) == 0 and len(drawn[0].get_lines()) == 1
+
+
+def test_an_unlogged_metric_says_so(tmp_path, drawn):
+    runs = {("tb", "grpo"): [write_metrics(tmp_path / "s0.jsonl", [1.0, 2.0])]}
+    assert figures.metric_over_steps(runs, "sampling_ratio/mean", "ratio", tmp_path / "r.png", "Sampling ratio") == {}
+    assert "no run logged sampling_ratio/mean" in drawn[0].texts[0].get_text()
+
+
+def test_bars_carry_error_bars_and_keep_the_tables_order(tmp_path, drawn):
+    runs = {run: [write_metrics(tmp_path / run / f"s{s}.jsonl", [0.5 + 0.1 * s + k]) for s in range(3)]
+            for k, run in enumerate(["grpo", "gc2po", "dr_grpo"])}
+    ratios = figures.training_cost(runs, "grpo", tmp_path / "cost.png", "Training cost (tb)")
+    assert ratios["grpo"][0] == pytest.approx(1.0) and ratios["gc2po"][0] > 1
+    cost_ax = drawn[0]
+    assert [t.get_text() for t in cost_ax.get_xticklabels()] == [method_name(r) for r in runs]
+    assert [mcolors.to_hex(p.get_facecolor()) for p in cost_ax.patches] == [method_colour(r) for r in runs]
+    assert len(cost_ax.lines) >= 3  # error-bar segments (one per bar) plus the reference line
+    benchmarks = ["test_longer", "test_id"]  # deliberately not alphabetical
+    summaries = {("tb", m, b): [write_summary(tmp_path / m / b / f"{s}.json", 0.3, 10 + s) for s in range(3)]
+                 for m in ("base", "gc2po") for b in benchmarks}
+    figures.token_usage(summaries, benchmarks, tmp_path / "tokens.png")
+    assert [t.get_text() for t in drawn[1].get_xticklabels()] == ["Longer chains", "Test (ID)"]
+    assert not figures.legend_overlaps_axes(drawn[1].figure, drawn[1])
+
+
+def test_the_legend_check_sees_a_legend_on_the_data():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="x")
+    ax.legend(loc="center")
+    assert figures.legend_overlaps_axes(fig, ax)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    assert not figures.legend_overlaps_axes(fig, ax)
+    plt.close(fig)
