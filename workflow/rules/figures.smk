@@ -36,7 +36,7 @@ rule figures:
 
 rule training_cost:  # one figure per base model
     input:
-        lambda wc: expand(f"{OUT}/runs/{wc.base}/{{run}}/seed{{seed}}/metrics.jsonl", run=list(RUNS), seed=SEEDS),
+        lambda wc: [f"{job.output_dir}/metrics.jsonl" for job in JOBS.values() if job.base == wc.base],
     output:
         report(f"{OUT}/figures/training_cost_{{base}}.png", caption="../report/training_cost.rst",
                category="2 Training", subcategory="Training cost", labels={"base model": "{base}"}),
