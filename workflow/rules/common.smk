@@ -107,6 +107,21 @@ def metrics_files(runs):
     return [f"{j.output_dir}/metrics.jsonl" for j in JOBS.values() if j.run in runs]
 
 
+TABLE1_BENCHMARKS = config["report"].get("table1_benchmarks") or BENCHMARKS
+TABLE_SPECS = {  # name -> (methods, benchmarks, title, base models)
+    "table1": (config["report"]["main_methods"], TABLE1_BENCHMARKS, "Pass@1 (%) per benchmark", list(BASE_MODELS)),
+    "generalization": (config["report"]["main_methods"], config["report"]["generalization_benchmarks"],
+                       "Generalisation: pass@1 (%) on out-of-distribution benchmarks", list(BASE_MODELS)),
+    "ablation": (config["report"]["ablation_methods"], TABLE1_BENCHMARKS, "Ablations of GC2PO: pass@1 (%)",
+                 plan.ablation_bases(config)),
+}
+
+
+def table_files(wildcards, suffix=""):
+    methods, benchmarks, _, bases = TABLE_SPECS[wildcards.table]
+    return eval_files(["base"] + methods, benchmarks, bases=bases, suffix=suffix)
+
+
 CHECKPOINTS = [f"{j.output_dir}/final" for j in JOBS.values()]
 TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"],
                 ext=["md", "tex", "csv", "html"])
