@@ -2,8 +2,9 @@
 run config it trains from. The Snakemake workflow (``workflow/rules/common.smk``) and
 ``gc2po plan`` both read them from here, so what is planned is what runs.
 
-Runs: every method of ``methods`` on every base model; the ``ablation_methods`` and the lambda
-``sweeps`` on the ``ablation_bases`` only (default: the first base model). A job's trainer
+Runs: every method of ``methods`` on every base model; the ``ablation_methods``, the lambda
+``sweeps`` and the named ``variants`` (a method with other settings) on the ``ablation_bases``
+only (default: the first base model). A job's trainer
 settings are the config's shared ``train.trainer``, then ``train.per_method[method]``, then the
 run's own (a sweep's lambda); what a method fixes is refused by ``gc2po.train.build_args``.
 """
@@ -112,6 +113,12 @@ def runs(config: dict) -> dict[str, Run]:
         for value in values:
             label = f"gc2po_{key}_{value}"
             out[label] = Run(label, "gc2po", {key: value}, ablation, seeds("gc2po"))
+    for label, variant in (config.get("variants") or {}).items():  # a method with other settings
+        if label in out:
+            raise ValueError(f"variants.{label}: the label is already a run of this config")
+        _check_method_names({variant["method"]: None}, f"variants.{label}.method")
+        out[label] = Run(label, variant["method"], dict(variant.get("trainer") or {}), ablation,
+                         seeds(variant["method"]))
     _check_method_names(method_seeds, "method_seeds")
     return out
 

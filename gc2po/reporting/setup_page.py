@@ -87,13 +87,15 @@ def setup_html(config: dict, base_models: dict, model_paths: dict, runs: dict, s
     """A standalone HTML page describing the run."""
     train = config.get("train", {})
     run_rows = pd.DataFrame([{"run": label, "method": method_name(spec["method"]),
-                              "overrides": ", ".join(f"{k} = {v}" for k, v in spec["trainer"].items())}
+                              "overrides": ", ".join(f"{k} = {v}" for k, v in spec["trainer"].items()),
+                              "base models": ", ".join(spec.get("bases", [])),
+                              "seeds": ", ".join(map(str, spec.get("seeds", [])))}
                              for label, spec in runs.items()])
     trainer = pd.DataFrame([{"setting": k, "value": v} for k, v in train.get("trainer", {}).items()])
     sections = [
         ("Run", f"<p>config <b>{html.escape(config['name'])}</b> (mode {html.escape(config['mode'])}); "
-                f"seeds {html.escape(str(config['seeds']))}: every run is trained once per seed, and every model "
-                "is evaluated once per seed with that seed as the sampling seed.</p>" + _table(run_rows)),
+                f"seeds {html.escape(str(config['seeds']))}: every run is trained once per seed of its own (the "
+                "table below), and every model is evaluated once per seed with that seed as the sampling seed.</p>" + _table(run_rows)),
         ("Base models", _model_rows(base_models, model_paths).set_index("base model").T.to_html(border=0, na_rep="")),
         ("Training (shared by every run)", f"<p>task {html.escape(str(train.get('task')))}</p>" + _table(trainer)),
         ("Evaluation", f"<p>{html.escape(_protocol_text(summaries))}</p>" + _table(_evaluation_rows(summaries))),

@@ -115,10 +115,14 @@ def test_memory_bomb_is_contained():
     assert result.status == "failed" and "MemoryError" in result.output
 
 
-def test_infinite_loop_is_stopped():
+def test_infinite_loop_is_stopped_by_the_wall_clock_limit_or_the_cpu_limit():
+    # one thread cannot use more CPU seconds than wall seconds: the wall-clock limit fires first
     start = time.monotonic()
-    result = run_python("while True:\n    pass", **LIMITS)
-    assert result.status == "timeout" and time.monotonic() - start < 7
+    result = run_python("while True:\n    pass", timeout=3, cpu_seconds=10, memory_mb=512)
+    assert result.status == "timeout" and not result.passed and time.monotonic() - start < 6
+    # a CPU limit below the wall-clock limit ends it earlier, as a failed run (killed)
+    result = run_python("while True:\n    pass", timeout=20, cpu_seconds=1, memory_mb=512)
+    assert result.status == "failed" and not result.passed and time.monotonic() - start < 20
 
 
 def test_writes_stay_inside_the_sandbox(tmp_path):

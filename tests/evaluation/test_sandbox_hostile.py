@@ -378,7 +378,7 @@ def test_killing_the_parent_as_an_ordinary_user_harms_no_one(tmp_path):
         (package_root / "gc2po" / "evaluation").mkdir(parents=True)
         source = CHECKOUT / "gc2po"
         for module in [source / "__init__.py", source / "evaluation" / "__init__.py",
-                       *(source / "evaluation").glob("sandbox*.py")]:
+                       source / "evaluation" / "code_extraction.py", *(source / "evaluation").glob("sandbox*.py")]:
             shutil.copy(module, package_root / module.relative_to(CHECKOUT))
         os.chmod(package_root, 0o755)
     try:

@@ -64,7 +64,8 @@ rule report_setup:  # what the report's first entry shows: the run's setup, mode
         config=config,
         base_models=BASE_MODELS,
         model_paths={b: base_model_path(b) for b in BASE_MODELS},
-        runs=RUNS,
+        runs={label: {"method": r.method, "trainer": r.trainer, "bases": list(r.bases), "seeds": list(r.seeds)}
+              for label, r in RUNS.items()},
     log:
         f"logs/{NAME}/report_setup.log",
     conda:
