@@ -42,6 +42,9 @@ from tests.workflow.slurm_workflow import (
 
 CI_CONFIG = ("--configfile", "config/config.yaml", "config/ci.yaml")
 TABLES = [f"{table}.{ext}" for table in ("table1", "generalization", "ablation") for ext in ("md", "tex", "csv")]
+# Rules the workflow runs on the submit host besides the downloads: the target and the
+# training jobs' run configs (a file written from the config in a second).
+LOCAL = {"all", "run_config"}
 TRAIN_TARGET = "results/ci/runs/testbed/grpo/seed0/final"
 
 
@@ -93,14 +96,15 @@ def test_local_cluster_stops_its_daemons_when_the_test_fails(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_ci_config_runs_through_sbatch_like_a_local_run(slurm, ci_through_slurm, tmp_path):
+def test_ci_config_runs_through_sbatch_like_a_local_run(slurm, ci_through_slurm, ci_local_run):
     work, output = ci_through_slurm
     jobs = submitted_jobs(output)
     planned = planned_jobs(output)
-    # every job but `all` went to SLURM, once
+    # every job but the local ones (`all`, the run configs a training job reads) went to SLURM, once
     submitted_per_rule = {rule: sum(job.rule == rule for job in jobs) for rule in {job.rule for job in jobs}}
-    assert submitted_per_rule == {rule: n for rule, n in planned.items() if rule != "all"}, (planned, jobs)
-    assert "localrule all:" in output and not re.search(r"^localrule (?!all:)", output, re.MULTILINE)
+    assert submitted_per_rule == {rule: n for rule, n in planned.items() if rule not in LOCAL}, (planned, jobs)
+    local = re.findall(r"^localrule (\w+):", output, re.MULTILINE)
+    assert set(local) == LOCAL and local.count("run_config") == planned["train"], local
     # ... and SLURM recorded each of them as completed, under the run's job name
     records = slurm.completed_jobs()
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
@@ -110,12 +114,11 @@ def test_ci_config_runs_through_sbatch_like_a_local_run(slurm, ci_through_slurm,
         assert job.log.is_file() and job.log.is_relative_to(work / "logs" / "slurm")
     assert {f"JobId={job.slurm_id}" for job in jobs} <= set(re.findall(r"JobId=\d+", slurm.controller_log.read_text()))
 
-    local = new_workdir(tmp_path / "local")
-    out = run_snakemake(slurm, local, "--cores", "2", *CI_CONFIG, timeout=3000)
+    local_run, out = ci_local_run  # the same config run with `--cores 2` (conftest.py)
     assert out.returncode == 0, out.stderr[-5000:]
     for name in TABLES:
         through_slurm = (work / "results" / "ci" / "tables" / name).read_text()
-        assert through_slurm == (local / "results" / "ci" / "tables" / name).read_text(), name
+        assert through_slurm == (local_run / "results" / "ci" / "tables" / name).read_text(), name
 
 
 def _paper_inputs(work: Path) -> None:
@@ -133,6 +136,14 @@ def _paper_inputs(work: Path) -> None:
         (data / f"{key}.jsonl.manifest.json").write_text("{}")
     for label in paper["base_models"]:
         (models / f"{label}.hub.json").write_text("{}")
+    (data / "decontamination.json").write_text("{}")  # the decontaminate job's output (a CPU job)
+    # in the order the rules would write them: the benchmarks, then the training sets that are
+    # decontaminated against them, then the check over both
+    now = time.time()
+    for key, spec in paper["datasets"].items():
+        for path in (data / f"{key}.jsonl", data / f"{key}.jsonl.manifest.json"):
+            os.utime(path, (now, now + 5 if spec.get("decontaminate") else now))
+    os.utime(data / "decontamination.json", (now, now + 10))
 
 
 @pytest.mark.timeout(600)
@@ -145,8 +156,10 @@ def test_gpu_rules_request_their_gpus_once(slurm, tmp_path):
     _paper_inputs(work)
     targets = ["results/paper/runs/DeepScaleR-1.5B/gc2po/seed0/final",
                "results/paper/eval/DeepScaleR-1.5B/base/seed0/aime2024.jsonl"]
-    out = run_snakemake(slurm, work, *targets, "--profile", str(profile), "--configfile", "config/config.yaml",
-                        "config/paper.yaml", timeout=300)
+    # --keep-going: the training job is submitted after its (local) run config is written, when
+    # the evaluation job's submission has already failed
+    out = run_snakemake(slurm, work, *targets, "--keep-going", "--profile", str(profile),
+                        "--configfile", "config/config.yaml", "config/paper.yaml", timeout=300)
     assert out.returncode != 0
     assert "Invalid generic resource (gres) specification" in out.stderr  # SLURM's own message
     assert not submitted_jobs(out.stderr)
@@ -231,7 +244,8 @@ def test_plan_submits_no_rule_that_downloads(overlay, downloads):
     jobs = planned_job_blocks(out.stdout)
     planned = {rule for rule, _ in jobs}
     assert planned & set(download_rules()) == downloads
-    assert planned - set(download_rules()) - {"all"} == {"train", "evaluate", "table", "figures"}
+    assert planned - set(download_rules()) - LOCAL == {"decontaminate", "train", "evaluate", "table", "figures",
+                                                       "training_cost", "report_setup"}
     import yaml
 
     config = yaml.safe_load((ROOT / overlay).read_text())

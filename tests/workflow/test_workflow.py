@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,12 +54,8 @@ def test_bad_config_value_fails_before_any_job(tmp_path):
 
 
 @pytest.mark.slow
-def test_miniature_default_runs_end_to_end(tmp_path):
-    work = tmp_path / "wf"
-    work.mkdir()
-    shutil.copytree(ROOT / "config", work / "config")
-    out = snakemake("--cores", "2", "-s", str(ROOT / "Snakefile"), "-d", str(work),
-                    "--configfile", "config/config.yaml", "config/ci.yaml", timeout=1200)
+def test_miniature_default_runs_end_to_end(ci_local_run):
+    work, out = ci_local_run  # `snakemake --cores 2` with the ci overlay (conftest.py)
     assert out.returncode == 0, out.stderr[-5000:]
     tables = work / "results" / "ci" / "tables"
     table1 = (tables / "table1.md").read_text()
