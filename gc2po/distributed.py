@@ -1,4 +1,5 @@
-"""Full output-projection weights on every rank, whatever engine shards them.
+"""What crosses processes: full output-projection weights on every rank, whatever engine
+shards them, and rows of different counts gathered from every process.
 
 Under DeepSpeed ZeRO-3 each rank holds 1/N of every parameter: outside its module's forward,
 ``lm_head.weight`` has zero elements (its real shape is in ``ds_shape``). The counterfactual
@@ -66,3 +67,14 @@ def gathered_lm_head(model: nn.Module) -> Iterator[tuple[torch.Tensor, torch.Ten
 
     with deepspeed.zero.GatheredParameters(list(unique.values()), modifier_rank=None):
         yield weight, bias
+
+
+def gather_keyed_rows(accelerator, key, values):
+    """Concatenate every process's (key [E], values [E, d]); E may differ between processes.
+    Keys must be >= 0 (-1 marks the padding that is dropped)."""
+    if accelerator.num_processes == 1:
+        return key, values
+    all_key = accelerator.gather(accelerator.pad_across_processes(key, dim=0, pad_index=-1))
+    all_values = accelerator.gather(accelerator.pad_across_processes(values, dim=0))
+    keep = all_key >= 0
+    return all_key[keep], all_values[keep]

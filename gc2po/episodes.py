@@ -106,3 +106,15 @@ class StateCapture:
         for index, values in self.parts:
             out[index.to(device)] = values.to(dtype=dtype, device=device)
         return out
+
+
+@dataclass
+class CaptureRequest:
+    """A request to keep episode-end states during the next policy pass (see
+    the trainer's ``_get_per_token_logps_and_entropies``); filled in by that pass."""
+
+    episode_ids: torch.Tensor | None = None  # known in the loss pass; segmented from the ids otherwise
+    inputs: dict | None = None  # the loss micro-batch whose advantages the pass computes
+    done: bool = False
+    states: EpisodeStates | None = None
+    logps: torch.Tensor | None = None

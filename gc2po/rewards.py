@@ -35,3 +35,13 @@ def math_outcome(prompts, completions, answer, **kwargs) -> list[float]:
 testbed_outcome.__name__ = "outcome"
 math_outcome.__name__ = "outcome"
 REWARDS = {"testbed": testbed_outcome, "math": math_outcome}
+
+
+def combined_rewards(per_function, weights):
+    """One reward per completion as TRL combines them: the weighted sum over reward functions,
+    skipping a function's NaN (it did not score the completion); NaN where no function scored it.
+    per_function [B, F], weights [F] -> [B]."""
+    import torch
+
+    rewards = (per_function * weights.to(per_function.device)).nansum(1)
+    return torch.where(torch.isnan(per_function).all(1), torch.full_like(rewards, torch.nan), rewards)

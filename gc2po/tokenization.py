@@ -29,3 +29,12 @@ def decode_with_offsets(tokenizer, ids: list[int]) -> tuple[str, list[tuple[int,
         text += piece
         prefix, read = read, i + 1
     return text, offsets
+
+
+PAD_IN_PROMPT_WARNING = ("a prompt contains the pad token id {pad} as a real token: the tokenizer probably maps unknown "
+                         "text (e.g. unregistered chat tags) to its pad token; fix the tokenizer")
+
+
+def prompts_hold_pad(prompt_ids, prompt_mask, pad_id: int | None) -> bool:
+    """Whether a real (mask 1) prompt token is the pad id. prompt_ids, prompt_mask: [B, P]."""
+    return pad_id is not None and bool((prompt_ids[prompt_mask.bool()] == pad_id).any())

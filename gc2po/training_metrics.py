@@ -21,6 +21,16 @@ def reduce_over_processes(metrics: dict[str, float], accelerator) -> dict[str, f
                 else gathered[:, i].mean()).item() for i, n in enumerate(names)}
 
 
+def sampling_ratios(policy_logps: torch.Tensor, old_logps: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+    """Mean, max and min of the importance ratio pi/pi_old over the completion tokens.
+    policy_logps, old_logps, mask: [B, T]; empty when no token is masked in."""
+    ratio = torch.exp(policy_logps - old_logps)[mask.bool()]
+    if not ratio.numel():
+        return {}
+    return {"sampling_ratio/mean": ratio.mean().item(), "sampling_ratio/max": ratio.max().item(),
+            "sampling_ratio/min": ratio.min().item()}
+
+
 class JsonlMetricsCallback(TrainerCallback):
     """Writes every log record (with its step) to a JSONL file, on rank 0, as training goes; at the
     end the file is rewritten from the trainer's log history, which checkpoints carry, so a run

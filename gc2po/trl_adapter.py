@@ -10,34 +10,24 @@ importance sampling, several iterations per batch), from that pass.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 
 import torch
 from trl import GRPOTrainer
 from trl.models.utils import unwrap_model_for_generation
 
+from gc2po import episodes
 from gc2po.config import GC2POConfig
 from gc2po.core.counterfactual import counterfactual_reward
-from gc2po.distributed import gathered_lm_head
-from gc2po.episodes import EpisodeStates, StateCapture, episode_end_positions, segment_completions
+from gc2po.distributed import gather_keyed_rows, gathered_lm_head
+from gc2po.episodes import CaptureRequest, EpisodeStates, StateCapture
 from gc2po.methods import RolloutBatch, get_method
+from gc2po.rewards import combined_rewards
 from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
 from gc2po.step_guard import NonFiniteStepGuard
-from gc2po.training_metrics import JsonlMetricsCallback, reduce_over_processes
+from gc2po.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
+from gc2po.training_metrics import JsonlMetricsCallback, reduce_over_processes, sampling_ratios
 
 __all__ = ["GC2POConfig", "GC2POTrainer"]
-
-
-@dataclass
-class _Capture:
-    """A request to keep episode-end states during the next policy pass (see
-    ``_get_per_token_logps_and_entropies``); filled in by that pass."""
-
-    episode_ids: torch.Tensor | None = None  # known in the loss pass; segmented from the ids otherwise
-    inputs: dict | None = None  # the loss micro-batch whose advantages the pass computes
-    done: bool = False
-    states: EpisodeStates | None = None
-    logps: torch.Tensor | None = None
 
 
 class GC2POTrainer(GRPOTrainer):
@@ -61,7 +51,7 @@ class GC2POTrainer(GRPOTrainer):
         self.method = get_method(self.args.method)
         self.step_guard = NonFiniteStepGuard(self.args.max_consecutive_skipped_steps)
         self.value_head = ValueHead(self.args.rest_value_lr, lambda t: self.accelerator.reduce(t, "mean"))
-        self._capture: _Capture | None = None
+        self._capture: CaptureRequest | None = None
         self._warned_pad_in_prompt = False
         if self.args.metrics_path:
             self.add_callback(JsonlMetricsCallback(self.args.metrics_path))
@@ -77,16 +67,14 @@ class GC2POTrainer(GRPOTrainer):
         self.step_guard.note_prompts(x.get("id", "?") for x in inputs)
         want_states = method.needs_rollout_states or (method.needs_cf and not args.advantages_in_loss_forward)
         if want_states and args.trl_computes_old_logps:
-            self._capture = _Capture()  # TRL's own old-log-prob pass keeps the states
+            self._capture = CaptureRequest()  # TRL's own old-log-prob pass keeps the states
         output = super()._generate_and_score_completions(inputs)
         capture, self._capture = self._capture, None
         self._warn_if_prompts_hold_pad(output)
 
         mask = output["completion_mask"].bool()
         rows = mask.shape[0]
-        weights = self.reward_weights.to(self._rewards_per_func.device)
-        rewards = (self._rewards_per_func * weights).nansum(1)
-        rewards[torch.isnan(self._rewards_per_func).all(1)] = torch.nan  # no function scored it
+        rewards = combined_rewards(self._rewards_per_func, self.reward_weights)
         start = self.accelerator.process_index * rows
         batch = RolloutBatch(rewards=rewards[start:start + rows].to(mask.device),
                              row_index=torch.arange(start, start + rows, device=mask.device),
@@ -94,7 +82,7 @@ class GC2POTrainer(GRPOTrainer):
                              completion_mask=mask, gather=self.accelerator.gather)
 
         if (want_states or method.needs_old_logps or args.sampling_ratio_pass) and capture is None:
-            capture = _Capture()
+            capture = CaptureRequest()
             output["old_per_token_logps"] = self._sampling_policy_pass(output, capture)
         if capture is not None:
             batch.old_logps, batch.states = capture.logps, capture.states
@@ -123,7 +111,7 @@ class GC2POTrainer(GRPOTrainer):
         return output
 
     @torch.no_grad()
-    def _sampling_policy_pass(self, output, capture: _Capture) -> torch.Tensor:
+    def _sampling_policy_pass(self, output, capture: CaptureRequest) -> torch.Tensor:
         """One no-grad pass of the sampling policy through TRL's fused log-prob path (the loss's
         numerics), keeping episode-end states: old log-probs [B, C]."""
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
@@ -149,7 +137,7 @@ class GC2POTrainer(GRPOTrainer):
         if capture.episode_ids is None:
             capture.episode_ids = self._segment(input_ids[:, -logits_to_keep:],
                                                 attention_mask[:, -logits_to_keep:].bool())
-        rows, slots, positions, num_slots = episode_end_positions(capture.episode_ids)
+        rows, slots, positions, num_slots = episodes.episode_end_positions(capture.episode_ids)
         hook = StateCapture(rows, positions, logits_to_keep)
         unwrapped = self.accelerator.unwrap_model(model)
         handle = getattr(unwrapped, unwrapped.base_model_prefix).register_forward_hook(hook)
@@ -165,7 +153,7 @@ class GC2POTrainer(GRPOTrainer):
             capture.inputs["advantages"] = self._advantages_in_loss_forward(capture)
         return result
 
-    def _advantages_in_loss_forward(self, capture: _Capture) -> torch.Tensor:
+    def _advantages_in_loss_forward(self, capture: CaptureRequest) -> torch.Tensor:
         inputs, mode = capture.inputs, "train" if self.model.training else "eval"
         batch = RolloutBatch(rewards=inputs["gc2po_rewards"], row_index=inputs["gc2po_row_index"],
                              group_size=self.num_generations if mode == "train" else self.num_generations_eval,
@@ -184,7 +172,7 @@ class GC2POTrainer(GRPOTrainer):
         # the same noise: the result depends neither on how rows are shuffled into micro-batches nor
         # on how many processes share the batch, and group_mix sees siblings on other processes.
         key = batch.row_index[states.rows] * 4096 + states.slots  # < 4096 episodes per completion
-        all_key, all_u = self._gather_rows(key, states.u)
+        all_key, all_u = gather_keyed_rows(self.accelerator, key, states.u)
         order = all_key.argsort()
         all_key, all_u = all_key[order], all_u[order]
         with gathered_lm_head(self.accelerator.unwrap_model(self.model)) as (weight, bias):  # whole under ZeRO-3
@@ -199,16 +187,6 @@ class GC2POTrainer(GRPOTrainer):
         local = torch.searchsorted(all_key, key)  # this rank's episodes in the sorted batch
         return states.table(cf.r_cf[local].to(device), batch.completion_mask.shape[0])
 
-    def _gather_rows(self, key: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Concatenate (key [E], values [E, d]) of every process (E may differ between them)."""
-        if self.accelerator.num_processes == 1:
-            return key, values
-        padded_key = self.accelerator.pad_across_processes(key, dim=0, pad_index=-1)
-        padded_values = self.accelerator.pad_across_processes(values, dim=0)
-        all_key, all_values = self.accelerator.gather(padded_key), self.accelerator.gather(padded_values)
-        keep = all_key >= 0
-        return all_key[keep], all_values[keep]
-
     def _perturbation_generator(self, device) -> torch.Generator:
         """Seeded from (seed, optimizer step, micro-step), the same on every process: a resumed run
         draws the same noise."""
@@ -218,7 +196,7 @@ class GC2POTrainer(GRPOTrainer):
 
     def _segment(self, completion_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         max_episodes = getattr(self.args, self.method.max_episodes_field)
-        self._last_segmentation = segment_completions(self.processing_class, completion_ids, mask, max_episodes)
+        self._last_segmentation = episodes.segment_completions(self.processing_class, completion_ids, mask, max_episodes)
         return self._last_segmentation.episode_ids
 
     def _record_episode_metrics(self, mask: torch.Tensor, mode: str):
@@ -256,7 +234,7 @@ class GC2POTrainer(GRPOTrainer):
     # -- loss ----------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
         if "gc2po_episode_ids" in inputs:
-            self._capture = _Capture(episode_ids=inputs["gc2po_episode_ids"], inputs=inputs)
+            self._capture = CaptureRequest(episode_ids=inputs["gc2po_episode_ids"], inputs=inputs)
         try:
             if self.method.loss is not None:
                 ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
@@ -273,16 +251,12 @@ class GC2POTrainer(GRPOTrainer):
         return loss
 
     def _record_sampling_ratio(self, inputs):
-        """pi/pi_old over the completion tokens (paper Fig. 3b), where old log-probs come from a
-        separate pass; on-policy without that pass the ratio is exactly 1 and is not logged."""
-        old = inputs.get("old_per_token_logps")
-        if old is None or getattr(self, "_last_policy_logps", None) is None:
-            return
-        mask = inputs["completion_mask"].bool()
-        ratio = torch.exp(self._last_policy_logps - old)[mask]
-        if ratio.numel():
-            self._record({"sampling_ratio/mean": ratio.mean().item(), "sampling_ratio/max": ratio.max().item(),
-                          "sampling_ratio/min": ratio.min().item()}, "train" if self.model.training else "eval")
+        """pi/pi_old (paper Fig. 3b) where old log-probs come from a separate pass; on-policy
+        without that pass the ratio is exactly 1 and is not logged."""
+        policy, old = getattr(self, "_last_policy_logps", None), inputs.get("old_per_token_logps")
+        if policy is not None and old is not None:
+            self._record(sampling_ratios(policy, old, inputs["completion_mask"]),
+                         "train" if self.model.training else "eval")
 
     # -- non-finite steps ----------------------------------------------------------------------
     def training_step(self, model, inputs, num_items_in_batch):
@@ -314,10 +288,7 @@ class GC2POTrainer(GRPOTrainer):
             self._metrics[mode][name].append(value)
 
     def _warn_if_prompts_hold_pad(self, output):
-        pad = self.processing_class.pad_token_id
-        if self._warned_pad_in_prompt or pad is None:
-            return
-        if (output["prompt_ids"][output["prompt_mask"].bool()] == pad).any():
+        if not self._warned_pad_in_prompt and prompts_hold_pad(output["prompt_ids"], output["prompt_mask"],
+                                                               self.processing_class.pad_token_id):
             self._warned_pad_in_prompt = True
-            warnings.warn(f"a prompt contains the pad token id {pad} as a real token: the tokenizer probably maps "
-                          "unknown text (e.g. unregistered chat tags) to its pad token; fix the tokenizer", stacklevel=2)
+            warnings.warn(PAD_IN_PROMPT_WARNING.format(pad=self.processing_class.pad_token_id), stacklevel=2)

@@ -18,8 +18,6 @@ is read a batch at a time and only the chosen rows are kept.
 from __future__ import annotations
 
 import ast
-import hashlib
-import json
 import random
 import re
 from collections.abc import Callable
@@ -27,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gc2po.data.output import write_normalised  # noqa: F401 - re-exported by gc2po.data
 from gc2po.data.sources import open_hub, open_local
 
 Row = dict[str, Any]
@@ -283,23 +282,3 @@ def load_benchmark(name: str, path: str | Path | None = None, *, years: tuple[in
                         "meta": meta})
     return records
 
-
-def write_normalised(records: list[dict], out_path: str | Path, *, source: str, seed: int | None = None,
-                     extra: dict | None = None) -> dict:
-    """Write records as JSONL and ``<out>.manifest.json`` (source, count, sha256, seed, ids, and
-    ``extra`` fields such as the rows dropped as overlapping an evaluation set).
-
-    Written to temporary files first, so a failure leaves no partial output.
-    """
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    manifest = {"source": source, "count": len(records), "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                "seed": seed, "ids": [r["id"] for r in records], **(extra or {})}
-    manifest_path = Path(str(out_path) + ".manifest.json")
-    tmp, tmp_manifest = out_path.with_suffix(".tmp"), manifest_path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp_manifest.write_text(json.dumps(manifest, indent=1))
-    tmp.replace(out_path)
-    tmp_manifest.replace(manifest_path)
-    return manifest

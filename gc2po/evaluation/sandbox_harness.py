@@ -13,10 +13,10 @@ writes one) from its stdin, executes this source and calls ``main(message)``. Ro
 - ``candidate`` (untrusted from the moment it executes the completion): defines the function and
   answers calls. Arguments and answers cross as ``repr`` text decoded by ``decode_literal``, which
   builds only plain literals: an object whose ``__eq__`` always says True cannot cross.
+- ``script``: runs a whole program as ``__main__`` (``run_python``; its exit status is not a verdict).
 
 Imports are kept to cheap ones (``_ast`` rather than ``ast``, ``os.posix_spawn`` rather than
 ``subprocess``): every sample starts two interpreters.
-- ``script``: runs a whole program as ``__main__`` (``run_python``; its exit status is not a verdict).
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ MAX_REASON_CHARS = 2000
 PR_SET_DUMPABLE = 4
 # an answer frame: R = returned (repr of the value), E = raised (description), K = function ready
 RETURNED, RAISED, READY = b"R", b"E", b"K"
+SAMPLE_FILES = ("<prompt>", "<test>", "<completion>", "<program>")  # the sample's code, for ``describe``
+_NAMED_FLOATS = {"inf": math.inf, "nan": math.nan, "infj": complex(0, math.inf), "nanj": complex(0, math.nan)}
 
 
 class CandidateError(Exception):
@@ -44,9 +46,6 @@ class CandidateError(Exception):
 
 
 # ----------------------------------------------------------------------------------- literals
-_NAMED_FLOATS = {"inf": math.inf, "nan": math.nan, "infj": complex(0, math.inf), "nanj": complex(0, math.nan)}
-
-
 def decode_literal(text: str):
     """The value of ``repr`` text of a plain literal (None, bool, int, float incl. inf/nan, complex,
     str, bytes, and tuples, lists, dicts, sets of those). Anything else raises ValueError."""
@@ -113,12 +112,7 @@ def receive_frame(fd: int) -> tuple[bytes, bytes] | None:
     if not 1 <= size <= MAX_FRAME_BYTES:
         raise CandidateError(f"a frame of {size} bytes (the limit is {MAX_FRAME_BYTES})")
     body = read_exact(fd, size)
-    if body is None:
-        return None
-    return body[:1], body[1:]
-
-
-SAMPLE_FILES = ("<prompt>", "<test>", "<completion>", "<program>")
+    return None if body is None else (body[:1], body[1:])
 
 
 def describe(error: BaseException) -> str:
@@ -138,7 +132,6 @@ def _above_targets(fd: int) -> int:
     """``fd`` moved above the numbers the candidate's fds are dup2'ed to (dup2 onto itself would
     keep close-on-exec)."""
     import fcntl
-
     moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(fd)
     return moved
@@ -225,7 +218,6 @@ def proxy_for(candidate: Candidate, name: str):
 
 def make_undumpable() -> None:
     import ctypes
-
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
@@ -304,7 +296,6 @@ def run_script(message: dict) -> None:
 
 def apply_limits(limits: dict) -> None:
     import resource
-
     for name, value in (("RLIMIT_CPU", limits["cpu_seconds"]), ("RLIMIT_AS", limits["address_space_bytes"]),
                         ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_NOFILE", limits["open_files"]),
                         ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", limits.get("processes"))):
