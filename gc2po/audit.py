@@ -45,6 +45,11 @@ class AuditConfig:
     lambda_cf: float = 0.8
     trunc_frac: float = 0.05
     answer_topk: int = 64
+    study_draws: int = 5  # independent noise draws per perturbation setting of the study
+
+    def __post_init__(self):
+        if not (isinstance(self.study_draws, int) and self.study_draws >= 1):
+            raise ValueError(f"audit study_draws must be an integer >= 1, got {self.study_draws!r}")
 
 
 def spec_name(spec: list[dict]) -> str:
@@ -121,8 +126,10 @@ def score_rows(model, tokenizer, problems, prompt_texts, generations, config: Au
     })
     frame["gc2po_advantage"] = _group_normalise(frame, "gc2po_score")
     frame["grpo_advantage"] = _group_normalise(frame, "r_out")
-    for spec in grid or []:
-        frame[f"r_cf[{spec_name(spec)}]"] = per_completion(cf(spec, config.seed).r_cf)[1].tolist()
+    for index, spec in enumerate(grid or []):  # every (setting, draw) has its own noise seed
+        for draw in range(config.study_draws):
+            seed = config.seed + 1 + index * config.study_draws + draw
+            frame[f"r_cf[{spec_name(spec)}]#{draw}"] = per_completion(cf(spec, seed).r_cf)[1].tolist()
     return frame
 
 
@@ -183,12 +190,29 @@ def summarise(frame: pd.DataFrame, rewards=REWARDS) -> dict:
 
 
 def perturbation_study(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each R_cf variant's correlations, sorted by cor(R_cf, p | f) (best first)."""
+    """Each perturbation setting's cor(R_cf, p | f) over its independent noise draws (columns
+    ``r_cf[<setting>]#<draw>``): mean, standard deviation, min and max over the draws and a 95%
+    t-interval of the mean; cor(R_cf, p), cor(R_cf, f) and R_cf's mean and std averaged over
+    the draws. Sorted by the mean partial correlation (best first)."""
+    from scipy import stats
+
+    draws: dict[str, list[str]] = {}
+    for column in frame.columns:
+        if column.startswith("r_cf[") and "]#" in column:
+            draws.setdefault(column[5:column.rindex("]#")], []).append(column)
     rows = []
-    for column in [c for c in frame.columns if c.startswith("r_cf[")]:
-        rows.append({"perturbation": column[5:-1], "partial_p_given_f": partial_correlation(frame[column], frame.p, frame.f),
-                     "pearson_p": pearson(frame[column], frame.p), "pearson_f": pearson(frame[column], frame.f),
-                     "mean": frame[column].mean(), "std": frame[column].std()})
+    for setting, columns in draws.items():
+        partial = np.array([partial_correlation(frame[c], frame.p, frame.f) for c in columns])
+        n, mean = len(partial), float(np.mean(partial))
+        sd = float(np.std(partial, ddof=1)) if n > 1 else float("nan")
+        half = float(stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)) if n > 1 else float("nan")
+        rows.append({"perturbation": setting, "draws": n, "partial_p_given_f": mean, "partial_sd": sd,
+                     "partial_ci_low": mean - half, "partial_ci_high": mean + half,
+                     "partial_min": float(partial.min()), "partial_max": float(partial.max()),
+                     "pearson_p": float(np.mean([pearson(frame[c], frame.p) for c in columns])),
+                     "pearson_f": float(np.mean([pearson(frame[c], frame.f) for c in columns])),
+                     "mean": float(np.mean([frame[c].mean() for c in columns])),
+                     "std": float(np.mean([frame[c].std() for c in columns]))})
     return pd.DataFrame(rows).sort_values("partial_p_given_f", ascending=False, na_position="last")
 
 

@@ -67,7 +67,7 @@ def _audit(ns):
     from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, plot_audit, run_audit
     from gc2po.train import read_jsonl
 
-    config = AuditConfig(k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens)
+    config = AuditConfig(k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens, study_draws=ns.study_draws)
     frame, summary = run_audit(ns.model, read_jsonl(ns.data), config, grid=DEFAULT_GRID if ns.study else None,
                                max_problems=ns.problems)
     out = Path(ns.out)
@@ -129,6 +129,7 @@ def _add_audit(sub):
     p.add_argument("--max-new-tokens", type=int, default=96, help="completion length limit (default 96)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument("--study", action="store_true", help="also run the perturbation study")
+    p.add_argument("--study-draws", type=int, default=5, help="independent noise draws per setting of the study (default 5)")
     p.set_defaults(func=_audit)
 
 

@@ -50,10 +50,28 @@ def test_summary_groups_and_shares_by_hand():
 
 
 def test_perturbation_study_ranks_by_partial_correlation():
-    frame = pd.DataFrame({"f": F, "p": P, "r_cf[good]": [0.9, 0.1, 0.8, 0.2], "r_cf[bad]": [0.2, 0.8, 0.1, 0.9]})
+    frame = pd.DataFrame({"f": F, "p": P, "r_cf[good]#0": [0.9, 0.1, 0.8, 0.2], "r_cf[bad]#0": [0.2, 0.8, 0.1, 0.9]})
     study = perturbation_study(frame)
     assert study.perturbation.tolist() == ["good", "bad"]
     assert study.partial_p_given_f.iloc[0] == pytest.approx(-study.partial_p_given_f.iloc[1])
+    assert study.draws.tolist() == [1, 1] and study.partial_sd.isna().all()  # one draw: no spread
+
+
+def test_perturbation_study_summarises_independent_draws_by_hand():
+    # draw 0: partial 0.989949 (test_correlations_by_hand); draw 1 = draw 0 mirrored: -0.989949;
+    # draw 2: within-f residuals R [.1,-.1,.4,-.4], p [.4,-.4,.4,-.4] -> .4 / sqrt(.34 * .64) = 0.857493
+    draws = {"r_cf[x]#0": [0.9, 0.1, 0.8, 0.2], "r_cf[x]#1": [0.1, 0.9, 0.2, 0.8], "r_cf[x]#2": [0.6, 0.4, 0.9, 0.1]}
+    study = perturbation_study(pd.DataFrame({"f": F, "p": P, **draws})).iloc[0]
+    values = [0.989949, -0.989949, 0.4 / math.sqrt(0.34 * 0.64)]
+    mean = sum(values) / 3
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
+    assert study.draws == 3
+    assert study.partial_p_given_f == pytest.approx(mean, rel=1e-5)
+    assert study.partial_sd == pytest.approx(sd, rel=1e-5)
+    assert study.partial_min == pytest.approx(-0.989949, rel=1e-5) and study.partial_max == pytest.approx(0.989949, rel=1e-5)
+    half = 4.302653 * sd / math.sqrt(3)  # t(0.975, df=2)
+    assert (study.partial_ci_low, study.partial_ci_high) == (pytest.approx(mean - half, rel=1e-5),
+                                                             pytest.approx(mean + half, rel=1e-5))
 
 
 @pytest.mark.slow
@@ -67,10 +85,18 @@ def test_score_rows_on_handwritten_completions(tiny_model_dir):
              "no idea \\boxed{3}"]
     generations = [Generation(0, i, t, 0, True, tokenizer(t, add_special_tokens=False)["input_ids"]) for i, t in enumerate(texts)]
     frame = score_rows(model, tokenizer, [problem], ["<|user|>q\n<|assistant|>"], generations,
-                       AuditConfig(num_samples=2, answer_topk=8), grid=[[{"name": "dropout", "p": 0.5}]])
+                       AuditConfig(num_samples=2, answer_topk=8, study_draws=2), grid=[[{"name": "dropout", "p": 0.5}]])
     assert frame.group.tolist() == ["near_ideal", "near_miss", "lucky_guess", "fully_bad"]
     assert frame.f.tolist() == [1, 0, 1, 0]
     assert frame.episodes.tolist()[:3] == [2, 2, 2] and frame.fallback.tolist() == [False, False, False, True]
-    for column in ("s_sta", "s_exp", "r_cf", "gc2po_score", "gc2po_advantage", "r_cf[dropout(p=0.5)]"):
+    for column in ("s_sta", "s_exp", "r_cf", "gc2po_score", "gc2po_advantage", "r_cf[dropout(p=0.5)]#0",
+                   "r_cf[dropout(p=0.5)]#1"):
         assert torch.isfinite(torch.tensor(frame[column].to_numpy())).all(), column
     assert frame.gc2po_advantage.sum() == pytest.approx(0.0, abs=1e-6)  # group-normalised
+    # the two draws of the study use different noise (dropout p 0.5 of the states)
+    assert not frame["r_cf[dropout(p=0.5)]#0"].equals(frame["r_cf[dropout(p=0.5)]#1"])
+
+
+def test_study_draws_must_be_a_positive_integer():
+    with pytest.raises(ValueError, match="study_draws must be an integer >= 1, got 0"):
+        AuditConfig(study_draws=0)

@@ -20,7 +20,8 @@ with logged(sm) as log:
     perturbation = spec_from_fields(t.get("perturbation", "dropout,gaussian"), p=t.get("perturbation_p", 0.1),
                                     sigma=t.get("perturbation_sigma", 0.1), alpha=t.get("perturbation_alpha", 0.3))
     config = AuditConfig(k=a.get("k", 8), seed=int(sm.wildcards.seed), max_new_tokens=a.get("max_new_tokens", 96),
-                         perturbation=perturbation, lambda_exp=t.get("lambda_exp", 0.9), lambda_cf=t.get("lambda_cf", 0.8))
+                         perturbation=perturbation, lambda_exp=t.get("lambda_exp", 0.9), lambda_cf=t.get("lambda_cf", 0.8),
+                         study_draws=a.get("study_draws", 5))
     frame, summary = run_audit(sm.params.model, read_jsonl(sm.input.data), config,
                                grid=DEFAULT_GRID if sm.params.study else None, max_problems=a.get("problems"))
     frame.to_csv(sm.output.completions, index=False)
