@@ -244,8 +244,8 @@ def test_plan_submits_no_rule_that_downloads(overlay, downloads):
     jobs = planned_job_blocks(out.stdout)
     planned = {rule for rule, _ in jobs}
     assert planned & set(download_rules()) == downloads
-    assert planned - set(download_rules()) - LOCAL == {"decontaminate", "train", "evaluate", "table", "figures",
-                                                       "training_cost", "report_setup"}
+    assert planned - set(download_rules()) - LOCAL == {"decontaminate", "train", "evaluate", "table", "comparison",
+                                                       "figures", "training_cost", "report_setup"}
     import yaml
 
     config = yaml.safe_load((ROOT / overlay).read_text())

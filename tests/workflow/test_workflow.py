@@ -65,6 +65,7 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert csv[0].startswith("block,model,benchmark,mean,ci_low,ci_high,diff,diff_ci_low,diff_ci_high")
     assert all((tables / f"{t}.{ext}").exists() for t in ("table1", "generalization", "ablation")
                for ext in ("tex", "html"))
+    assert "| testbed | Test (ID) |" in (tables / "gc2po_vs_grpo.md").read_text()  # report.comparisons
     for name in ("grad_norm", "sampling_ratio", "training_cost_testbed", "budget_curves", "token_usage",
                  "lambda_ablation", "reward_audit"):
         assert (work / "results" / "ci" / "figures" / f"{name}.png").stat().st_size > 1000

@@ -122,9 +122,17 @@ def table_files(wildcards, suffix=""):
     return eval_files(["base"] + methods, benchmarks, bases=bases, suffix=suffix)
 
 
+# method-against-method tables (gc2po/reporting/comparison.py): "<a>_vs_<b>" -> (a, b)
+COMPARISONS = {f"{a}_vs_{b}": (a, b) for a, b in config["report"].get("comparisons", [])}
+for _label, _pair in COMPARISONS.items():
+    for _method in _pair:
+        if not any(_method in models_of(base) for base in BASE_MODELS):
+            raise ValueError(f"report.comparisons: {_method!r} ({_label}) is not a run of this config")
+
 CHECKPOINTS = [f"{j.output_dir}/final" for j in JOBS.values()]
 TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"],
-                ext=["md", "tex", "csv", "html"])
+                ext=["md", "tex", "csv", "html"]) + \
+         expand(f"{OUT}/tables/{{comparison}}.{{ext}}", comparison=list(COMPARISONS), ext=["md", "csv"])
 FIGURES = expand(f"{OUT}/figures/{{figure}}.png",
                  figure=["grad_norm", "sampling_ratio", "budget_curves", "token_usage", "lambda_ablation"]) + \
           expand(f"{OUT}/figures/training_cost_{{base}}.png", base=list(BASE_MODELS))  # one per base model

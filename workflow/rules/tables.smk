@@ -27,3 +27,26 @@ rule table:
         runtime=5,
     script:
         "../scripts/table.py"
+
+
+rule comparison:
+    input:
+        samples=lambda wc: eval_files(COMPARISONS[wc.comparison], config["evaluate"]["benchmarks"]),
+    output:
+        md=f"{OUT}/tables/{{comparison}}.md",
+        csv=f"{OUT}/tables/{{comparison}}.csv",
+    params:
+        pair=lambda wc: COMPARISONS[wc.comparison],
+        benchmarks=config["evaluate"]["benchmarks"],
+    wildcard_constraints:
+        comparison="|".join(COMPARISONS) or "no_comparison",
+    log:
+        f"logs/{NAME}/tables/{{comparison}}.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/comparison.py"

@@ -1,0 +1,16 @@
+"""One method against another (e.g. GC2PO - GRPO): paired differences with CIs and tests."""
+
+import sys
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from _common import logged  # noqa: E402
+
+from gc2po.reporting.comparison import write_comparison  # noqa: E402
+from gc2po.reporting.tables import EvalFile  # noqa: E402
+
+sm = snakemake  # noqa: F821
+with logged(sm) as log:
+    method_a, method_b = sm.params.pair
+    files = [EvalFile.from_path(path) for path in sm.input.samples]
+    rows = write_comparison(files, method_a, method_b, sm.params.benchmarks, md=sm.output.md, csv=sm.output.csv)
+    log(rows.to_string())
