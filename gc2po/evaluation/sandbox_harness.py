@@ -1,5 +1,6 @@
 """The code that runs inside the code sandbox: standard library only, no gc2po imports (the sandbox
-cannot see the checkout, so the grader sends this file's source along).
+cannot see the checkout, so the grader sends this file's source along: one self-contained file).
+Imports are cheap ones (``_ast``, not ``ast``; ``os.posix_spawn``): every sample starts two interpreters.
 
 Every sandboxed process is ``python -I -S -B -X utf8 -c BOOTSTRAP``, which reads one message (a
 dict of str, int and None in ``marshal`` format 4, which every Python 3 reads; only trusted code
@@ -14,9 +15,6 @@ writes one) from its stdin, executes this source and calls ``main(message)``. Ro
   answers calls. Arguments and answers cross as ``repr`` text decoded by ``decode_literal``, which
   builds only plain literals: an object whose ``__eq__`` always says True cannot cross.
 - ``script``: runs a whole program as ``__main__`` (``run_python``; its exit status is not a verdict).
-
-Imports are kept to cheap ones (``_ast`` rather than ``ast``, ``os.posix_spawn`` rather than
-``subprocess``): every sample starts two interpreters.
 """
 
 from __future__ import annotations
@@ -45,7 +43,6 @@ class CandidateError(Exception):
     """The candidate's function raised, its answer was not a literal, or its process failed."""
 
 
-# ----------------------------------------------------------------------------------- literals
 def decode_literal(text: str):
     """The value of ``repr`` text of a plain literal (None, bool, int, float incl. inf/nan, complex,
     str, bytes, and tuples, lists, dicts, sets of those). Anything else raises ValueError."""
@@ -80,7 +77,6 @@ def _literal(node):
     raise ValueError(f"not a literal: {type(node).__name__}")
 
 
-# ------------------------------------------------------------------------------------- frames
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -127,7 +123,6 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}{': ' + message if message else ''}{where}"[:MAX_REASON_CHARS]
 
 
-# ------------------------------------------------------------------------------------ harness
 def _above_targets(fd: int) -> int:
     """``fd`` moved above the numbers the candidate's fds are dup2'ed to (dup2 onto itself would
     keep close-on-exec)."""
@@ -208,14 +203,6 @@ class Candidate:
         return self.status
 
 
-def proxy_for(candidate: Candidate, name: str):
-    def proxy(*args, **kwargs):
-        return candidate.call(args, kwargs)
-
-    proxy.__name__ = proxy.__qualname__ = name
-    return proxy
-
-
 def make_undumpable() -> None:
     import ctypes
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
@@ -231,7 +218,12 @@ def check_candidate(message: dict, candidate: Candidate) -> str:
         raise NameError("the test code defines no check(candidate)")
     candidate.wait_ready()
     entry_point = message["entry_point"]
-    namespace[entry_point] = proxy_for(candidate, entry_point)
+
+    def proxy(*args, **kwargs):  # the test's view of the candidate's function: one call per frame
+        return candidate.call(args, kwargs)
+
+    proxy.__name__ = proxy.__qualname__ = entry_point
+    namespace[entry_point] = proxy
     check(namespace[entry_point])
     return f"passed\ncheck({entry_point}) returned after {candidate.count} calls"
 
@@ -252,7 +244,6 @@ def run_harness(message: dict) -> None:
     os.close(verdict_fd)
 
 
-# ---------------------------------------------------------------------------------- candidate
 def flush_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -289,7 +280,6 @@ def run_candidate(message: dict) -> None:
         send_frame(answers, tag, payload)
 
 
-# ------------------------------------------------------------------------------------- script
 def run_script(message: dict) -> None:
     exec(compile(message["program"], "<program>", "exec"), {"__name__": "__main__"})
 
