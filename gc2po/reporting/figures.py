@@ -183,3 +183,29 @@ def lambda_ablation(points: dict[tuple[str, str], dict[float, list[Path]]], benc
     ax.set_ylabel(f"pass@1 on {benchmark_name(benchmark)} (%)")
     ax.set_title("lambda_exp and lambda_cf")
     _save(fig, ax, out_png)
+
+
+def learning_curves(curves: Series, benchmarks: list[str], out_png: str | Path) -> dict[str, int]:
+    """Accuracy (%) against training step, one panel per benchmark, mean over seeds with a 95%
+    band; ``curves`` holds one learning-curve CSV (``gc2po.evaluation.learning_curve``) per seed.
+    Returns the number of steps plotted per run."""
+    import pandas as pd
+
+    fig, axes = plt.subplots(1, len(benchmarks), figsize=(3.2 * len(benchmarks), 3.0), squeeze=False)
+    bases, plotted = _bases(curves), {}
+    frames = {key: pd.concat([pd.read_csv(p) for p in paths]) for key, paths in curves.items()}
+    for ax, benchmark in zip(axes[0], benchmarks):
+        for (base, run), frame in frames.items():
+            rows = frame[frame.benchmark == benchmark]
+            steps = sorted(rows.step.unique())
+            _band(ax, steps, [100 * rows[rows.step == s].accuracy.to_numpy() for s in steps],
+                  colour=method_colour(run), style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                  label=_label(base, run, bases) if ax is axes[0][-1] else None)
+            plotted[run] = len(steps)
+        ax.set_title(benchmark_name(benchmark), fontsize=9)
+        ax.set_xlabel("training step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0][0].set_ylabel("pass@1 (%)")
+    fig.suptitle("Learning curves: step 0 is the base model; bands are 95% CIs over seeds", fontsize=9)
+    _save(fig, axes[0][-1], out_png)
+    return plotted

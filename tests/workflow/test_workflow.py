@@ -66,8 +66,10 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert all((tables / f"{t}.{ext}").exists() for t in ("table1", "generalization", "ablation")
                for ext in ("tex", "html"))
     assert "| testbed | Test (ID) |" in (tables / "gc2po_vs_grpo.md").read_text()  # report.comparisons
+    curve = (work / "results" / "ci" / "curves" / "testbed" / "gc2po" / "seed0.csv").read_text().splitlines()
+    assert curve[0] == "step,benchmark,accuracy,problems,samples,model" and len(curve) == 1 + 2 * 2  # steps 0, 1
     for name in ("grad_norm", "sampling_ratio", "training_cost_testbed", "budget_curves", "token_usage",
-                 "lambda_ablation", "reward_audit"):
+                 "lambda_ablation", "reward_audit", "learning_curves"):
         assert (work / "results" / "ci" / "figures" / f"{name}.png").stat().st_size > 1000
         assert (work / "results" / "ci" / "figures" / f"{name}.pdf").exists()
     summary = json.loads((work / "results" / "ci" / "eval" / "testbed" / "grpo" / "seed0" /

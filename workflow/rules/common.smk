@@ -129,11 +129,24 @@ for _label, _pair in COMPARISONS.items():
         if not any(_method in models_of(base) for base in BASE_MODELS):
             raise ValueError(f"report.comparisons: {_method!r} ({_label}) is not a run of this config")
 
+# accuracy along training (evaluate.learning_curve: {benchmarks, problems, runs}); off when absent
+LEARNING_CURVE = config["evaluate"].get("learning_curve")
+CURVE_FILES = {}  # (base, run) -> one CSV per seed
+if LEARNING_CURVE:
+    for _job in JOBS.values():
+        if _job.run in LEARNING_CURVE["runs"]:
+            CURVE_FILES.setdefault((_job.base, _job.run), []).append(
+                f"{OUT}/curves/{_job.base}/{_job.run}/seed{_job.seed}.csv")
+    _missing = sorted(set(LEARNING_CURVE["runs"]) - {run for _, run in CURVE_FILES})
+    if _missing:
+        raise ValueError(f"evaluate.learning_curve.runs: {_missing} are not runs of this config")
+
 CHECKPOINTS = [f"{j.output_dir}/final" for j in JOBS.values()]
 TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"],
                 ext=["md", "tex", "csv", "html"]) + \
          expand(f"{OUT}/tables/{{comparison}}.{{ext}}", comparison=list(COMPARISONS), ext=["md", "csv"])
 FIGURES = expand(f"{OUT}/figures/{{figure}}.png",
                  figure=["grad_norm", "sampling_ratio", "budget_curves", "token_usage", "lambda_ablation"]) + \
-          expand(f"{OUT}/figures/training_cost_{{base}}.png", base=list(BASE_MODELS))  # one per base model
+          expand(f"{OUT}/figures/training_cost_{{base}}.png", base=list(BASE_MODELS)) + \
+          ([f"{OUT}/figures/learning_curves.png"] if LEARNING_CURVE else [])
 REPORT_PAGES = [f"{OUT}/report/setup.html"]

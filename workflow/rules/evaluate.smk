@@ -30,3 +30,34 @@ rule evaluate:
         gpu=0 if not GPU else 1,
     script:
         "../scripts/evaluate.py"
+
+
+if LEARNING_CURVE:
+
+    rule learning_curve:  # accuracy along training: base (step 0), kept checkpoints, final
+        input:
+            model=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final",
+            base_model=base_model_input,
+            data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=LEARNING_CURVE["benchmarks"]),
+        output:
+            f"{OUT}/curves/{{base}}/{{run}}/seed{{seed}}.csv",
+        params:
+            base_model=lambda wc: base_model_path(wc.base),
+            max_steps=lambda wc: training_job(wc).run_config(config)["trainer"]["max_steps"],
+            benchmarks=LEARNING_CURVE["benchmarks"],
+            problems=LEARNING_CURVE["problems"],
+            task=config["train"]["task"] if TESTBED else "benchmark",
+            backend=config["evaluate"]["backend"],
+            sampling=config["evaluate"]["sampling"],
+            batch_size=config["evaluate"].get("batch_size", 32),
+        log:
+            f"logs/{NAME}/curves/{{base}}_{{run}}_seed{{seed}}.log",
+        conda:
+            "../envs/gc2po-gpu.yaml" if GPU else "../envs/gc2po.yaml"
+        threads: 1 if not GPU else 8
+        resources:
+            mem_mb=4000 if not GPU else 128000,
+            runtime=60 if not GPU else 720,
+            gpu=0 if not GPU else 1,
+        script:
+            "../scripts/learning_curve.py"

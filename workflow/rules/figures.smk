@@ -76,3 +76,26 @@ rule report_setup:  # what the report's first entry shows: the run's setup, mode
         runtime=5,
     script:
         "../scripts/report_setup.py"
+
+
+if LEARNING_CURVE:
+
+    rule learning_curve_figure:
+        input:
+            [path for paths in CURVE_FILES.values() for path in paths],
+        output:
+            report(f"{OUT}/figures/learning_curves.png", caption="../report/learning_curves.rst",
+                   category="2 Training", subcategory="Learning curves"),
+        params:
+            curves=[[base, run, paths] for (base, run), paths in CURVE_FILES.items()],
+            benchmarks=LEARNING_CURVE["benchmarks"],
+        log:
+            f"logs/{NAME}/learning_curves.log",
+        conda:
+            "../envs/gc2po.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=5,
+        script:
+            "../scripts/learning_curve_figure.py"

@@ -1,0 +1,23 @@
+"""Accuracy along training of one run: base model, kept checkpoints, final model."""
+
+import sys
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+import torch  # noqa: E402
+from _common import logged  # noqa: E402
+
+from gc2po.evaluation.backends import SamplingConfig  # noqa: E402
+from gc2po.evaluation.learning_curve import curve_points, learning_curve  # noqa: E402
+from gc2po.train import read_jsonl  # noqa: E402
+
+sm = snakemake  # noqa: F821
+p = sm.params
+with logged(sm) as log:
+    torch.set_num_threads(sm.threads)
+    points = curve_points(sm.input.model.rsplit("/", 1)[0], p.base_model, p.max_steps)
+    benchmarks = {name: read_jsonl(path)[: p.problems] for name, path in zip(p.benchmarks, sm.input.data)}
+    sampling = SamplingConfig(**{**p.sampling, "seed": int(sm.wildcards.seed)})
+    curve = learning_curve(points, benchmarks, task=p.task, sampling=sampling, backend=p.backend,
+                           batch_size=p.batch_size)
+    curve.to_csv(sm.output[0], index=False)
+    log(curve.to_string())
