@@ -5,6 +5,11 @@ AUDIT = config.get("audit") or {}
 AUDIT_MODELS = AUDIT.get("models", []) if TESTBED else []  # the audit needs the testbed oracle
 AUDIT_OUT = f"{OUT}/audit"
 AUDIT_FIGURE = [f"{OUT}/figures/reward_audit.png"] if AUDIT_MODELS else []
+# the audit over training: checkpoint-<step> of every audited run (the base model is step 0)
+AUDIT_STEPS = AUDIT.get("checkpoint_steps", []) if AUDIT_MODELS else []
+AUDIT_CHECKPOINTS = [f"{AUDIT_OUT}/{base}/{run}/seed{AUDIT.get('seed', 0)}/step{step}/summary.json"
+                     for base in BASE_MODELS for run in AUDIT_MODELS if run != "base" and run in models_of(base)
+                     for step in AUDIT_STEPS]
 
 
 rule audit:
@@ -32,10 +37,38 @@ rule audit:
         "../scripts/audit.py"
 
 
+rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
+    input:
+        model=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final",  # the run (and its checkpoints) exists
+        data=f"{RES}/data/{AUDIT.get('split', 'test_id')}.jsonl",
+    output:
+        summary=f"{AUDIT_OUT}/{{base}}/{{run}}/seed{{seed}}/step{{step}}/summary.json",
+        completions=f"{AUDIT_OUT}/{{base}}/{{run}}/seed{{seed}}/step{{step}}/completions.csv",
+        study=f"{AUDIT_OUT}/{{base}}/{{run}}/seed{{seed}}/step{{step}}/perturbation_study.csv",
+    params:
+        model=lambda wc: f"{OUT}/runs/{wc.base}/{wc.run}/seed{wc.seed}/checkpoint-{wc.step}",
+        audit=AUDIT,
+        trainer=config["train"]["trainer"],
+        study=False,
+    wildcard_constraints:
+        step=r"\d+",
+    log:
+        f"logs/{NAME}/audit/{{base}}_{{run}}_seed{{seed}}_step{{step}}.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    script:
+        "../scripts/audit.py"
+
+
 rule audit_figure:
     input:
         expand(f"{AUDIT_OUT}/{{base}}/{{model}}/seed{{seed}}/summary.json", base=list(BASE_MODELS), model=AUDIT_MODELS,
                seed=AUDIT.get("seed", 0)),
+        AUDIT_CHECKPOINTS,
     output:
         report(f"{OUT}/figures/reward_audit.png", caption="../report/reward_audit.rst", category="5 Reward audit"),
     log:

@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 import pandas as pd  # noqa: E402
@@ -22,6 +23,9 @@ with logged(sm) as log:
     config = AuditConfig(k=a.get("k", 8), seed=int(sm.wildcards.seed), max_new_tokens=a.get("max_new_tokens", 96),
                          perturbation=perturbation, lambda_exp=t.get("lambda_exp", 0.9), lambda_cf=t.get("lambda_cf", 0.8),
                          study_draws=a.get("study_draws", 5))
+    if not Path(sm.params.model).is_dir():
+        raise ValueError(f"audit: {sm.params.model} does not exist: audit.checkpoint_steps must name steps whose "
+                         "checkpoints the run keeps (train.trainer save_steps and save_total_limit)")
     frame, summary = run_audit(sm.params.model, read_jsonl(sm.input.data), config,
                                grid=DEFAULT_GRID if sm.params.study else None, max_problems=a.get("problems"))
     frame.to_csv(sm.output.completions, index=False)

@@ -12,11 +12,17 @@ from gc2po.reporting.names import method_name  # noqa: E402
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
+    def key(path: Path) -> tuple[str, str]:
+        """(base, label) of .../audit/{base}/{model}/seed{k}[/step{n}]/summary.json"""
+        if path.parent.name.startswith("step"):  # a checkpoint along training
+            return path.parents[3].name, f"{method_name(path.parents[2].name)} at step {path.parent.name[4:]}"
+        return path.parents[2].name, method_name(path.parents[1].name)
+
+    paths = list(map(Path, sm.input))
+    one_base = len({key(path)[0] for path in paths}) == 1
     summaries = {}
-    for path in map(Path, sm.input):
-        # .../audit/{base}/{model}/seed{seed}/summary.json
-        base, model = path.parents[2].name, path.parents[1].name
-        label = method_name(model) if len({Path(f).parents[2].name for f in sm.input}) == 1 else f"{base}: {method_name(model)}"
-        summaries[label] = json.loads(path.read_text())
+    for path in paths:
+        base, label = key(path)
+        summaries[label if one_base else f"{base}: {label}"] = json.loads(path.read_text())
     plot_audit(summaries, sm.output[0])
     log(f"plotted {list(summaries)}")
