@@ -135,7 +135,7 @@ def test_workflow_rule_fails_on_a_planted_overlap(tmp_path):
                             "sampling": {"n": 1, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 8}},
                "audit": {"models": []},
                "report": {"main_methods": ["grpo"], "ablation_methods": ["grpo"], "generalization_benchmarks": ["gsm8k"],
-                          "cost_reference": "grpo"}}
+                          "cost_reference": "grpo", "comparisons": []}}
     (tmp_path / "planted.yaml").write_text(yaml.safe_dump(overlay))
     out = subprocess.run([sys.executable, "-m", "snakemake", "resources/planted/data/decontamination.json", "--cores", "1",
                           "-s", str(ROOT / "Snakefile"), "-d", str(tmp_path), "--configfile",

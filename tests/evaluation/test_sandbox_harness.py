@@ -38,7 +38,8 @@ def same(a, b) -> bool:
     if isinstance(a, float):
         return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
     if isinstance(a, complex):
-        return same(a.real, b.real) and same(a.imag, b.imag)
+        # repr does not keep the signs of zero parts: eval(repr(complex(-0.0, -0.0))) is 0j in Python too
+        return all((math.isnan(x) and math.isnan(y)) or x == y for x, y in ((a.real, b.real), (a.imag, b.imag)))
     if isinstance(a, (list, tuple)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if isinstance(a, dict):

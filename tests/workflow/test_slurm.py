@@ -204,7 +204,7 @@ def _offline_overlay(work: Path, tiny_model_dir: Path) -> Path:
         "evaluate": {"benchmarks": ["tiny"], "budgets": []},
         "audit": {"models": []},
         "report": {"main_methods": ["grpo"], "ablation_methods": ["grpo"], "generalization_benchmarks": ["tiny"],
-                   "cost_reference": "grpo"},
+                   "cost_reference": "grpo", "comparisons": []},
     }))
     return overlay
 
