@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from gc2po.reporting.names import benchmark_name, method_name
-from gc2po.reporting.stats import paired_macro_bootstrap_diff, paired_test_of_differences
+from gc2po.reporting.stats import paired_macro_bootstrap_diff, paired_macro_test
 from gc2po.reporting.tables import AVERAGE, EvalFile, Scores
 
 COLUMNS = ["block", "benchmark", "mean_a", "mean_b", "diff", "diff_ci_low", "diff_ci_high", "t_p", "sign_flip_p",
@@ -36,8 +36,7 @@ def compare(files: list[EvalFile], method_a: str, method_b: str, benchmarks: lis
             counts.append(len(problems))
         for i, benchmark in enumerate([*benchmarks, AVERAGE]):
             part = slice(i, i + 1) if benchmark != AVERAGE else slice(None)
-            per_seed = np.mean([x.mean(axis=1) - y.mean(axis=1) for x, y in zip(a[part], b[part])], axis=0)
-            test = paired_test_of_differences(per_seed)
+            test = paired_macro_test(a[part], b[part])
             diff = 100 * np.array(paired_macro_bootstrap_diff(a[part], b[part]))
             rows.append({"block": block, "benchmark": benchmark, "mean_a": 100 * np.mean([x.mean() for x in a[part]]),
                          "mean_b": 100 * np.mean([y.mean() for y in b[part]]), "diff": diff[0], "diff_ci_low": diff[1],

@@ -148,6 +148,15 @@ def paired_test(scores_a, scores_b) -> PairedTest:
     return paired_test_of_differences(per_seed_differences(scores_a, scores_b))
 
 
+def paired_macro_test(benchmark_scores_a: list, benchmark_scores_b: list) -> PairedTest:
+    """:func:`paired_test` of the mean over benchmarks: each seed's difference is the mean over
+    benchmarks of its per-benchmark mean difference (one ``[S, P_b]`` pair per benchmark)."""
+    if len(benchmark_scores_a) != len(benchmark_scores_b):
+        raise ValueError("paired scores need the same benchmarks")
+    return paired_test_of_differences(np.mean([per_seed_differences(a, b)
+                                               for a, b in zip(benchmark_scores_a, benchmark_scores_b)], axis=0))
+
+
 def seed_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     """Mean and Student-t CI over seeds (a figure's band or error bar); no interval from one seed."""
     from scipy import stats

@@ -25,7 +25,7 @@ from gc2po.reporting.names import BENCHMARK_NAMES, method_order
 from gc2po.reporting.stats import (
     macro_bootstrap_ci,
     paired_macro_bootstrap_diff,
-    paired_test_of_differences,
+    paired_macro_test,
 )
 
 AVERAGE = "Average"
@@ -155,8 +155,7 @@ def _row_cells(scores: Scores, block: str, model: str, benchmarks: list[str], ba
             row["paired_seeds"] = ",".join(map(str, paired_seeds))
             row.update(zip(("diff", "diff_ci_low", "diff_ci_high"),
                            100 * np.array(paired_macro_bootstrap_diff(mine[part], theirs[part]))))
-            per_seed = np.mean([a.mean(axis=1) - b.mean(axis=1) for a, b in zip(mine[part], theirs[part])], axis=0)
-            test = paired_test_of_differences(per_seed)
+            test = paired_macro_test(mine[part], theirs[part])
             row.update(diff_t_p=test.t_p_value, diff_sign_flip_p=test.sign_flip_p_value)
     return rows
 

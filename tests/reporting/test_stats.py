@@ -10,6 +10,7 @@ from gc2po.reporting.stats import (
     macro_bootstrap_ci,
     paired_bootstrap_diff,
     paired_macro_bootstrap_diff,
+    paired_macro_test,
     paired_t_test,
     paired_test,
     per_seed_differences,
@@ -113,3 +114,17 @@ def test_seed_interval_is_the_student_t_interval():
     assert mean == 2.0 and high - mean == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6) and low == 4 - high
     single = seed_interval([0.7])
     assert single[0] == 0.7 and math.isnan(single[1]) and math.isnan(single[2])
+
+
+def test_paired_macro_test_averages_each_seeds_differences_over_benchmarks_by_hand():
+    # benchmark 1: per-seed differences 0.5, 0.0; benchmark 2: 0.5, 0.5 -> per seed 0.5, 0.25
+    a = [np.array([[1, 1], [1, 0]]), np.array([[1, 1], [1, 1]])]
+    b = [np.array([[0, 1], [1, 0]]), np.array([[0, 1], [0, 1]])]
+    test = paired_macro_test(a, b)
+    assert test.mean_difference == pytest.approx(0.375) and test.seeds == 2
+    # t = 0.375 / (0.176777 / sqrt 2) = 3.0, one degree of freedom: p = 1 - 2 atan(3) / pi
+    assert test.t_statistic == pytest.approx(3.0)
+    assert test.t_p_value == pytest.approx(1 - 2 * math.atan(3) / math.pi)
+    assert test.sign_flip_p_value == pytest.approx(0.5)  # |mean| of the flips: .375 twice, .125 twice
+    with pytest.raises(ValueError, match="the same benchmarks"):
+        paired_macro_test(a, b[:1])
