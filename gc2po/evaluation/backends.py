@@ -172,8 +172,9 @@ class VLLMBackend:
 BACKENDS = {"transformers": TransformersBackend, "vllm": VLLMBackend}
 
 
-def load_backend(name: str, model_path: str, **kwargs):
-    """``transformers`` or ``vllm``; ``auto`` picks vLLM when a GPU and vllm are present."""
+def load_backend(name: str, model_path: str, *, batch_size: int | None = None, **kwargs):
+    """``transformers`` or ``vllm``; ``auto`` picks vLLM when a GPU and vllm are present.
+    ``batch_size`` is the transformers backend's generation batch (vLLM schedules its own)."""
     if name == "auto":
         try:
             import vllm  # noqa: F401
@@ -185,4 +186,6 @@ def load_backend(name: str, model_path: str, **kwargs):
         raise ValueError(f"backend must be one of {sorted(BACKENDS) + ['auto']}, got {name!r}")
     if name == "vllm":
         return VLLMBackend(model_path, **kwargs)
+    if batch_size is not None:
+        kwargs["batch_size"] = batch_size
     return TransformersBackend.from_pretrained(model_path, **kwargs)

@@ -36,7 +36,7 @@ def learning_curve(points: list[tuple[int, str]], benchmarks: dict[str, list[dic
 
     rows = []
     for step, model in points:
-        engine = load_backend(backend, model, **({"batch_size": batch_size} if backend != "vllm" else {}))
+        engine = load_backend(backend, model, batch_size=batch_size)
         for name, records in benchmarks.items():
             _, samples = generate_and_grade(engine, records, task, sampling)
             rows.append({"step": step, "benchmark": name, "accuracy": sum(s["correct"] for s in samples) / len(samples),

@@ -170,8 +170,7 @@ def evaluate_model(model: str, benchmarks: list[BenchmarkData], *, task: str, ke
     first); each summary records the key, the model path, the data's sha256 and the code."""
     from gc2po.evaluation.backends import SamplingConfig, load_backend
 
-    kwargs = {"batch_size": batch_size} if backend != "vllm" else {}
-    engine = load_backend(backend, model, **kwargs)
+    engine = load_backend(backend, model, batch_size=batch_size)
     base_fields = {"key": asdict(key), "model": {"path": model, "resolved": str(Path(model).resolve())
                                                  if Path(model).exists() else None},
                    "code": provenance.code_provenance()}

@@ -73,3 +73,17 @@ def test_both_backends_and_training_send_the_same_ids(llama_tokenizer):
                                                   return_dict=True)["input_ids"]
     assert model.prompts == vllm_ids == [list(ids) for ids in trl_ids]
     assert vllm_ids[1] == llama_tokenizer.convert_tokens_to_ids(["<s>", "[user]", "hello", "world", "[assistant]"])
+
+
+def test_load_backend_gives_the_batch_size_to_transformers_only(monkeypatch):
+    """vLLM schedules its own batches: ``batch_size`` never reaches it, also when ``auto`` picks it."""
+    from gc2po.evaluation import backends
+
+    made = []
+    monkeypatch.setattr(backends, "VLLMBackend", lambda path, **kwargs: made.append(("vllm", kwargs)))
+    monkeypatch.setattr(backends.TransformersBackend, "from_pretrained",
+                        classmethod(lambda cls, path, **kwargs: made.append(("transformers", kwargs))))
+    backends.load_backend("vllm", "m", batch_size=8)
+    backends.load_backend("transformers", "m", batch_size=8)
+    backends.load_backend("transformers", "m")
+    assert made == [("vllm", {}), ("transformers", {"batch_size": 8}), ("transformers", {})]
