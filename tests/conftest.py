@@ -7,6 +7,19 @@ import json
 
 import pytest
 
+from tools.system_packages import cannot_install_reason, install, read_list
+
+
+def pytest_sessionstart(session):
+    """Install the Debian packages of system-packages.txt that are missing, once, before any test
+    runs: a test that reaches the sandbox (or SLURM, or LaTeX) must not find them absent on a
+    fresh machine. Where installing is impossible (not root, no apt-get) the tests that need a
+    package skip and say why (tests/system_packages.py)."""
+    entries = read_list()
+    if any(e.missing() for e in entries) and cannot_install_reason() is None:
+        install(entries)
+
+
 CORPUS = [
     "<episode_1> First, 3 + 4 = 7. </episode_1> <episode_2> Then 7 * 2 = 14. </episode_2> The answer is \\boxed{14}.",
     "Let me think.\n\nWe add 12 and 30 to get 42.\n\nSo the answer is \\boxed{42}.",

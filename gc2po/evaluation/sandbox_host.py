@@ -140,9 +140,24 @@ def python_argv(setup: SandboxSetup) -> list[str]:
     return [setup.interpreter, "-I", "-S", "-B", "-X", "utf8", "-c", sandbox_harness.BOOTSTRAP]
 
 
-@functools.cache
 def _probe_bubblewrap() -> SandboxSetup | str:
-    """The bubblewrap setup after one trial run, or why bubblewrap cannot run here."""
+    """The bubblewrap setup after one trial run, or why bubblewrap cannot run here.
+
+    Only a working setup is remembered: a "cannot run" answer is probed again next time, so a
+    process that graded before bubblewrap was installed works once it is."""
+    global _working_setup
+    if _working_setup is None:
+        probe = _probe_bubblewrap_once()
+        if not isinstance(probe, SandboxSetup):
+            return probe
+        _working_setup = probe
+    return _working_setup
+
+
+_working_setup: SandboxSetup | None = None
+
+
+def _probe_bubblewrap_once() -> SandboxSetup | str:
     bwrap, setpriv, as_nobody = shutil.which("bwrap"), shutil.which("setpriv"), os.geteuid() == 0
     if bwrap is None:
         return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"

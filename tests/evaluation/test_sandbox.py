@@ -196,7 +196,7 @@ def no_bubblewrap(monkeypatch, tmp_path):
     """This machine as if bubblewrap were missing (the real probe, with ``bwrap`` off the PATH)."""
     real_which = sandbox_host.shutil.which
     monkeypatch.setattr(sandbox_host.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
-    problem = sandbox_host._probe_bubblewrap.__wrapped__()
+    problem = sandbox_host._probe_bubblewrap_once()
     monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: problem)
     monkeypatch.delenv(sandbox_host.WEAK_ENV, raising=False)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the weak mode's work dirs go
@@ -219,7 +219,7 @@ def test_a_bubblewrap_that_cannot_start_is_refused(monkeypatch):
         real_which = sandbox_host.shutil.which
         monkeypatch.setattr(sandbox_host.shutil, "which",
                             lambda name: str(fake) if name == "bwrap" else real_which(name))
-        problem = sandbox_host._probe_bubblewrap.__wrapped__()
+        problem = sandbox_host._probe_bubblewrap_once()
         assert "bubblewrap cannot start a sandbox here" in problem
         assert "No permissions to create new namespace" in problem and "user namespaces" in problem
     finally:
@@ -239,3 +239,16 @@ def test_the_weak_mode_runs_only_when_asked_and_still_grades_by_verdict(no_bubbl
     assert not grade_code("    return False\nimport sys\nsys.exit(0)\n", p, **keyword)
     assert not grade_code("    return False\nimport os\nos._exit(0)\n", p, **keyword)
     assert os.listdir(tmp_path) == []  # every work dir removed
+
+
+def test_a_missing_bubblewrap_is_not_remembered(monkeypatch):
+    """A process that asked before bubblewrap was installed gets a working sandbox once it is
+    (the cause of every sandbox test failing on a fresh machine: a cached "not installed")."""
+    real_which = sandbox_host.shutil.which
+    monkeypatch.setattr(sandbox_host, "_working_setup", None)
+    monkeypatch.setattr(sandbox_host.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    assert "bubblewrap is not installed" in sandbox_host._probe_bubblewrap()
+    monkeypatch.setattr(sandbox_host.shutil, "which", real_which)  # now "installed"
+    setup = sandbox_host._probe_bubblewrap()
+    assert isinstance(setup, sandbox_host.SandboxSetup) and setup.mode == "bubblewrap"
+    assert sandbox_host._probe_bubblewrap() is setup  # a working setup is remembered
