@@ -195,6 +195,14 @@ def build_args(run: dict):
                              f"which fixes {key}={value!r} (part of its definition); remove trainer.{key}")
     if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
         raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
+    if method.nonnegative_rewards:
+        from gc2po.rewards import REWARDS, check_nonnegative_rewards
+
+        try:
+            check_nonnegative_rewards(method.name, [REWARDS[run.get("task", "math")]],
+                                      trainer.get("reward_weights") or [1.0])
+        except ValueError as err:
+            raise ValueError(f"run config: trainer.reward_weights: {err}") from err
     kwargs = {**TRAINER_DEFAULTS, **trainer, **method.fixed}
     kwargs.update(method=method.name, precision=resolve_precision(run), seed=int(run.get("seed", 0)),
                   output_dir=str(run["output_dir"]))
