@@ -27,9 +27,11 @@ def _train(ns):
 def _plan(ns):
     import pandas as pd
 
+    from gc2po.config_schema import check_schema
     from gc2po.plan import load_config, memory_plan, validate
 
     config = load_config(ns.configfile)
+    check_schema(config, ns.configfile)
     validate(config, where=" ".join(ns.configfile or ["config/config.yaml"]))
     table = memory_plan(config, gpu_memory_gib=ns.gpu_memory_gib)
     columns = [c for c in ("base", "run", "method", "seeds", "processes", "per_device_batch", "gradient_accumulation",
