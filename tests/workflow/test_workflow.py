@@ -85,6 +85,10 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert "GC2PO reproduction: ci" in html and "Seeds: 0" in html
     for entry in ("tables/table1.html", "tables/ablation.html", "report/setup.html", "figures/training_cost_testbed.png"):
         assert entry in html, entry
+    rulegraph = json.loads(re.search(r"var rulegraph_spec = (.*);", html).group(1))
+    nodes = next(data["values"] for data in rulegraph["data"] if data["name"] == "node-data")
+    drawn = [node["rule"] for node in nodes]
+    assert len(drawn) == len(set(drawn)) and {"evaluate", "audit", "train"} <= set(drawn), drawn  # once each
     # a rerun has nothing to do
     again = snakemake("-n", "--cores", "2", "-s", str(ROOT / "Snakefile"), "-d", str(work),
                       "--configfile", "config/config.yaml", "config/ci.yaml")
