@@ -47,11 +47,13 @@ def _plan(ns):
 def _read_yaml(path: str, what: str) -> dict:
     import yaml
 
+    from gc2po.config_schema import one_line
+
     try:
         with open(path) as handle:
             return yaml.safe_load(handle) or {}
     except (OSError, yaml.YAMLError) as err:
-        raise ValueError(f"{path}: cannot read {what}: {err}") from err
+        raise ValueError(f"{path}: cannot read {what}: {one_line(err)}") from err
 
 
 def _eval(ns):

@@ -80,11 +80,13 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
 def load_run_config(path: str | Path, overrides: list[str] | None = None) -> dict:
     import yaml
 
+    from gc2po.config_schema import one_line
+
     path = Path(path)
     try:
         config = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as err:
-        raise ValueError(f"{path}: cannot read run config: {err}") from err
+        raise ValueError(f"{path}: cannot read run config: {one_line(err)}") from err
     if not isinstance(config, dict):
         raise ValueError(f"{path}: run config must be a mapping")
     return apply_overrides(config, overrides or [])

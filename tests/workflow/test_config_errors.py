@@ -13,7 +13,7 @@ import pytest
 
 from gc2po.config_schema import check_schema
 from gc2po.plan import load_config
-from gc2po.train import build_args
+from gc2po.train import build_args, load_run_config
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERED = ["config/config.yaml", "my.yaml"]
@@ -119,3 +119,15 @@ def test_a_bad_run_config_value_is_one_line_naming_the_key(change, message, run_
     with pytest.raises(ValueError) as err:
         build_args({**run_config, **change})
     assert message in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("loader, what", [
+    (lambda path: load_config([path]), "cannot read workflow config"),
+    (load_run_config, "cannot read run config"),
+])
+def test_a_broken_yaml_file_is_one_line_naming_where(loader, what, tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("model: [a\ntrainer: {x: 1\n")
+    with pytest.raises(ValueError) as err:
+        loader(path)
+    assert str(err.value) == f"{path}: {what}: line 2, column 8: expected ',' or ']', but got ':'"
