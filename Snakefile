@@ -17,11 +17,9 @@ report: "workflow/report/workflow.rst"
 
 # The report's rule graph with one node per rule (Snakemake's draws a rule once per DAG level, so
 # evaluate and audit, whose base-model jobs come before any training, appeared twice).
-import snakemake.report.html_reporter as _html_reporter
+from gc2po.reporting import rulegraph
 
-from gc2po.reporting.rulegraph import rulegraph_spec as _one_node_per_rule
-
-_html_reporter.rulegraph_spec = _one_node_per_rule
+rulegraph.install()
 
 
 include: "workflow/rules/common.smk"

@@ -3,7 +3,8 @@
 Snakemake's report (``snakemake.report.rulegraph_spec``) keeps one job of each rule per level of
 the job DAG, so a rule whose jobs sit at several depths is drawn several times: ``evaluate`` and
 ``audit`` of the base model run before any training, those of the trained models after it. The
-Snakefile installs :func:`rulegraph_spec` in its place (same data, one node per rule).
+Snakefile calls :func:`install`, which puts :func:`rulegraph_spec` in its place (same data, one
+node per rule).
 """
 
 from __future__ import annotations
@@ -37,3 +38,11 @@ def rulegraph_spec(dag) -> tuple[dict, int, int]:
                 "value": 1}
         (direct if target - source == 1 else links).append(link)
     return {"nodes": nodes, "links": links, "links_direct": direct}, 100, max(len(rules) - 1, 0) * LINK_SPACING
+
+
+def install() -> None:
+    """Make Snakemake's HTML report draw :func:`rulegraph_spec` (the reporter looks the name up
+    in its module when it renders)."""
+    import snakemake.report.html_reporter as html_reporter
+
+    html_reporter.rulegraph_spec = rulegraph_spec

@@ -4,12 +4,20 @@ were drawn twice."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from types import SimpleNamespace
 
 from snakemake.report.rulegraph_spec import rulegraph_spec as snakemake_spec
 
 from gc2po.reporting.rulegraph import rulegraph_spec
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Job:
@@ -62,3 +70,40 @@ def test_every_rule_is_drawn_once_below_its_inputs():
     for link in spec["links"] + spec["links_direct"]:
         assert rules[link["source"]] == link["sourcerule"] and rules[link["target"]] == link["targetrule"]
         assert (link in spec["links_direct"]) == (link["target"] - link["source"] == 1)
+
+
+WORKFLOW = """
+from gc2po.reporting import rulegraph
+
+rulegraph.install()  # as the Snakefile does
+
+rule all:
+    input: "eval_base.txt", "eval_run.txt"
+
+rule prepare:
+    output: "base.txt"
+    shell: "echo base > {output}"
+
+rule train:
+    input: "base.txt"
+    output: "run.txt"
+    shell: "echo run > {output}"
+
+rule evaluate:  # of the base model (level 1) and of the trained one (level 2)
+    input: lambda wc: "base.txt" if wc.model == "base" else "run.txt"
+    output: report("eval_{model}.txt", category="Evaluation")
+    shell: "echo {wildcards.model} > {output}"
+"""
+
+
+def test_the_installed_spec_is_what_the_html_report_draws(tmp_path):
+    (tmp_path / "Snakefile").write_text(WORKFLOW)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for args in (["--cores", "1"], ["--report", "report.html"]):
+        out = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=300, env=env)
+        assert out.returncode == 0, out.stderr[-2000:]
+    html = (tmp_path / "report.html").read_text()
+    spec = json.loads(re.search(r"var rulegraph_spec = (.*);", html).group(1))
+    nodes = next(data["values"] for data in spec["data"] if data["name"] == "node-data")
+    assert [node["rule"] for node in nodes] == ["prepare", "train", "evaluate", "all"]
