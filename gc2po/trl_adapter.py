@@ -49,7 +49,7 @@ class GC2POTrainer(GRPOTrainer):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.method = get_method(self.args.method)
-        if self.method.nonnegative_rewards:  # before any step: a negative R_out would need training to show
+        if self.method.nonnegative_rewards:  # refused here, not at the first negative reward mid-run
             check_nonnegative_rewards(self.method.name, self.reward_funcs, self.reward_weights.tolist())
         self.step_guard = NonFiniteStepGuard(self.args.max_consecutive_skipped_steps)
         self.value_head = ValueHead(self.args.rest_value_lr, lambda t: self.accelerator.reduce(t, "mean"))
