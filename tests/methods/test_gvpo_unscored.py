@@ -2,6 +2,8 @@
 loss over each group's n scored rows (issue 26)."""
 
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gc2po.core.advantages import dr_grpo_advantage
 from gc2po.core.baselines import group_scored_counts, gvpo_loss, gvpo_on_policy_loss
@@ -51,3 +53,24 @@ def test_on_policy_gradient_equals_the_group_loss_over_scored_rows():
     assert (grads["group"][4:12] == 0).all()  # n < 2: nothing to compare with
     torch.testing.assert_close(grads["per_row"], grads["group"])
     torch.testing.assert_close(grads["shuffled_halves"], grads["group"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(2, 5), st.integers(1, 4), st.integers(1, 4), st.data())
+def test_any_pattern_of_unscored_rows_gives_the_group_gradient(K, G, T, data):
+    reward = st.one_of(st.just(NAN), st.sampled_from([0.0, 1.0]), st.floats(-3, 3))
+    rewards = torch.tensor(data.draw(st.lists(reward, min_size=G * K, max_size=G * K))).view(G, K)
+    centred = dr_grpo_advantage(rewards).reshape(-1)
+    counts = group_scored_counts(rewards).reshape(-1)
+    generator = torch.Generator().manual_seed(data.draw(st.integers(0, 2**16)))
+    old = -torch.rand(G * K, T, generator=generator)
+    mask = torch.rand(G * K, T, generator=generator) > 0.3
+    grads = []
+    for loss_of in (lambda lp: gvpo_loss(lp, old, mask, torch.arange(G * K) // K, centred, beta=0.1,
+                                         scored=torch.isfinite(rewards).reshape(-1)),
+                    lambda lp: gvpo_on_policy_loss(lp, old, mask, centred, counts, beta=0.1, group_size=K)):
+        logps = old.clone().requires_grad_(True)
+        loss_of(logps).backward()
+        assert torch.isfinite(logps.grad).all()
+        grads.append(logps.grad)
+    torch.testing.assert_close(grads[1], grads[0])
