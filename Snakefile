@@ -15,6 +15,13 @@ if not workflow.overwrite_configfiles:
 report: "workflow/report/workflow.rst"
 
 
+# The report's rule graph with one node per rule (Snakemake's draws a rule once per DAG level, so
+# evaluate and audit, whose base-model jobs come before any training, appeared twice).
+from gc2po.reporting import rulegraph
+
+rulegraph.install()
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"

@@ -50,6 +50,7 @@ def varying_reward(prompts, completions, **kwargs):
 
 
 varying_reward.__name__ = "outcome"
+varying_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot go below 0
 
 
 class StepTimer(TrainerCallback):

@@ -27,9 +27,11 @@ def _train(ns):
 def _plan(ns):
     import pandas as pd
 
+    from gc2po.config_schema import check_schema
     from gc2po.plan import load_config, memory_plan, validate
 
     config = load_config(ns.configfile)
+    check_schema(config, ns.configfile)
     validate(config, where=" ".join(ns.configfile or ["config/config.yaml"]))
     table = memory_plan(config, gpu_memory_gib=ns.gpu_memory_gib)
     columns = [c for c in ("base", "run", "method", "seeds", "processes", "per_device_batch", "gradient_accumulation",
@@ -45,11 +47,13 @@ def _plan(ns):
 def _read_yaml(path: str, what: str) -> dict:
     import yaml
 
+    from gc2po.config_schema import one_line
+
     try:
         with open(path) as handle:
             return yaml.safe_load(handle) or {}
     except (OSError, yaml.YAMLError) as err:
-        raise ValueError(f"{path}: cannot read {what}: {err}") from err
+        raise ValueError(f"{path}: cannot read {what}: {one_line(err)}") from err
 
 
 def _eval(ns):

@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from gc2po.config_schema import one_line
+
 LAUNCHER_KEYS = ("config_file", "num_processes", "main_process_port")
 # accelerate's DistributedType values that run one process per device
 MULTI_PROCESS_TYPES = ("MULTI_GPU", "MULTI_CPU", "DEEPSPEED", "FSDP")
@@ -58,7 +60,7 @@ def _read_mapping(path: Path, where: str, key: str, loader) -> dict:
     try:
         data = loader(path.read_text())
     except (OSError, ValueError, yaml.YAMLError) as err:
-        raise _fail(where, key, f"cannot read {path}: {err}") from err
+        raise _fail(where, key, f"cannot read {path}: {one_line(err)}") from err
     if not isinstance(data, dict):
         raise _fail(where, key, f"{path} must hold a mapping, got {type(data).__name__}")
     return data

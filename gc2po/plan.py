@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from gc2po.config_schema import one_line
+
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
 SWEEP_KEYS = ("lambda_exp", "lambda_cf")
 
@@ -42,7 +44,7 @@ def load_config(paths: list[str | Path] | None = None) -> dict:
         try:
             loaded = yaml.safe_load(Path(path).read_text()) or {}
         except (OSError, yaml.YAMLError) as err:
-            raise ValueError(f"{path}: cannot read workflow config: {err}") from err
+            raise ValueError(f"{path}: cannot read workflow config: {one_line(err)}") from err
         if not isinstance(loaded, dict):
             raise ValueError(f"{path}: a workflow config must be a mapping")
         deep_update(config, loaded)

@@ -35,6 +35,27 @@ def math_outcome(prompts, completions, answer, **kwargs) -> list[float]:
 testbed_outcome.__name__ = "outcome"
 math_outcome.__name__ = "outcome"
 REWARDS = {"testbed": testbed_outcome, "math": math_outcome}
+# (lowest, highest) value a reward function can return: methods whose advantages divide by a
+# trajectory score (GC2PO) check it before training; a user's function declares it the same way
+for _function in REWARDS.values():
+    _function.reward_range = (0.0, 1.0)
+
+
+def check_nonnegative_rewards(method: str, functions, weights) -> None:
+    """Refuse reward functions (with their weights) whose weighted value can go below 0, naming
+    the first such one; a function without a ``reward_range`` attribute could return anything.
+    functions [F] (callables or models), weights [F] numbers -> None or ValueError."""
+    need = f"method {method!r} needs rewards >= 0 (the paper's R_out is in {{0, 1}})"
+    for function, weight in zip(functions, weights):
+        name = getattr(function, "__name__", type(function).__name__)
+        bounds = getattr(function, "reward_range", None)
+        if bounds is None:
+            raise ValueError(f"{need}; reward function {name!r} declares no range: set "
+                             f"{name}.reward_range = (lowest, highest)")
+        lowest = min(float(weight) * float(bounds[0]), float(weight) * float(bounds[1]))
+        if lowest < 0:
+            raise ValueError(f"{need}; reward function {name!r} (range {list(bounds)}) with weight {weight} "
+                             f"can give {lowest:g}: make it >= 0 or use another method")
 
 
 def combined_rewards(per_function, weights):

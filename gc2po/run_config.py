@@ -80,11 +80,13 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
 def load_run_config(path: str | Path, overrides: list[str] | None = None) -> dict:
     import yaml
 
+    from gc2po.config_schema import one_line
+
     path = Path(path)
     try:
         config = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError) as err:
-        raise ValueError(f"{path}: cannot read run config: {err}") from err
+        raise ValueError(f"{path}: cannot read run config: {one_line(err)}") from err
     if not isinstance(config, dict):
         raise ValueError(f"{path}: run config must be a mapping")
     return apply_overrides(config, overrides or [])
@@ -195,6 +197,14 @@ def build_args(run: dict):
                              f"which fixes {key}={value!r} (part of its definition); remove trainer.{key}")
     if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
         raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
+    if method.nonnegative_rewards:
+        from gc2po.rewards import REWARDS, check_nonnegative_rewards
+
+        try:
+            check_nonnegative_rewards(method.name, [REWARDS[run.get("task", "math")]],
+                                      trainer.get("reward_weights") or [1.0])
+        except ValueError as err:
+            raise ValueError(f"run config: trainer.reward_weights: {err}") from err
     kwargs = {**TRAINER_DEFAULTS, **trainer, **method.fixed}
     kwargs.update(method=method.name, precision=resolve_precision(run), seed=int(run.get("seed", 0)),
                   output_dir=str(run["output_dir"]))

@@ -21,7 +21,7 @@ from gc2po.core.counterfactual import counterfactual_reward
 from gc2po.distributed import gather_keyed_rows, gathered_lm_head
 from gc2po.episodes import CaptureRequest, EpisodeStates, StateCapture
 from gc2po.methods import RolloutBatch, get_method
-from gc2po.rewards import combined_rewards
+from gc2po.rewards import check_nonnegative_rewards, combined_rewards
 from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
 from gc2po.step_guard import NonFiniteStepGuard
 from gc2po.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
@@ -49,6 +49,8 @@ class GC2POTrainer(GRPOTrainer):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.method = get_method(self.args.method)
+        if self.method.nonnegative_rewards:  # refused here, not at the first negative reward mid-run
+            check_nonnegative_rewards(self.method.name, self.reward_funcs, self.reward_weights.tolist())
         self.step_guard = NonFiniteStepGuard(self.args.max_consecutive_skipped_steps)
         self.value_head = ValueHead(self.args.rest_value_lr, lambda t: self.accelerator.reduce(t, "mean"))
         self._capture: CaptureRequest | None = None

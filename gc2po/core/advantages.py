@@ -171,13 +171,18 @@ def distribute_advantage(
     seq_adv: torch.Tensor, token_reward: torch.Tensor, traj_score: torch.Tensor, mask: torch.Tensor,
     *, adv_clip: float, eps: float = 1e-8,
 ) -> torch.Tensor:
-    """A_{k,t} = clamp(A^_k r_{k,t} / max(r~_k, eps), -adv_clip, adv_clip), 0 where masked or
-    where the trajectory is unscored. seq_adv [B], token_reward [B,T], traj_score [B],
-    mask [B,T] -> [B,T] float32."""
+    """A_{k,t} = clamp(A^_k r_{k,t} / r~_k, -adv_clip, adv_clip), 0 where masked or where the
+    trajectory is unscored; |r~_k| is raised to at least eps, keeping its sign (the sign of the
+    token rewards' sum where r~_k is 0), so a negative score (from a negative R_out, which the
+    paper's {0, 1} rewards never give) cannot flip the sign of A^_k on its tokens.
+    seq_adv [B], token_reward [B,T], traj_score [B], mask [B,T] -> [B,T] float32."""
     if not adv_clip > 0:
         raise ValueError(f"adv_clip must be > 0, got {adv_clip!r}")
     scored = torch.isfinite(traj_score)
-    safe_score = torch.where(scored, traj_score.clamp(min=eps), torch.ones_like(traj_score))
+    direction = torch.where(traj_score != 0, traj_score, token_reward.sum(-1))
+    magnitude = traj_score.abs().clamp(min=eps)
+    safe_score = torch.where(direction < 0, -magnitude, magnitude)
+    safe_score = torch.where(scored, safe_score, torch.ones_like(traj_score))
     ratio = token_reward / safe_score.unsqueeze(-1)
     adv = (seq_adv.unsqueeze(-1) * ratio).clamp(-adv_clip, adv_clip)
     keep = mask.bool() & scored.unsqueeze(-1) & torch.isfinite(adv)
@@ -209,7 +214,7 @@ def gc2po_token_advantages(
 
         r, r~    = trajectory_token_rewards(...)                 (per process)
         A^_k     = (r~_k - mean_k r~) / (std_k r~ + 1e-4)         (over the whole group)
-        A_{k,t}  = clamp(A^_k r_{k,t} / max(r~_k, eps), -adv_clip, adv_clip)
+        A_{k,t}  = clamp(A^_k r_{k,t} / r~_k, -adv_clip, adv_clip)       (|r~_k| >= eps, sign kept)
 
     Shapes: r_out [B], episode_ids [B,T], r_cf [B,Lmax] (lambda_sta S_sta + lambda_exp S_exp per
     episode), old_logps [B,T], mask [B,T] -> GC2POAdvantages. ``row_index`` [B] places this

@@ -65,14 +65,16 @@ def gvpo_loss(
         R_theta(y_i) = beta * sum_t [log pi_theta(y_i,t) - log pi_old(y_i,t)]   (sequence sum)
         L_g = 1/(K-1) * sum_i 1/2 [(R_i - mean_j R_j) - (r_i - mean_j r_j)]^2
 
-    averaged over the groups present. No clip, no ratio, no KL. Every group must be complete in
-    the call (``group_ids`` [B] says which rows belong together; rows may come in any order).
+    averaged over the groups of the call. No clip, no ratio, no KL. Every group must be complete
+    in the call (``group_ids`` [B] says which rows belong together; rows may come in any order).
     Shapes: logps, old_logps, mask [B, T]; group_ids [B] (long); centered_rewards [B] = r - mean r
-    over the scored rows; ``scored`` [B] (default all) leaves unscored rows out of the loss.
+    over the scored rows; ``scored`` [B] (default all) leaves unscored rows out of the loss: a
+    group is then its n scored rows (1/(n-1) in place of 1/(K-1)), and one with n < 2 gives 0.
     """
     if beta <= 0:
         raise ValueError(f"gvpo beta must be > 0, got {beta!r}")
-    if (torch.unique(group_ids, return_counts=True)[1] < 2).any():
+    all_groups, all_counts = torch.unique(group_ids, return_counts=True)
+    if (all_counts < 2).any():
         raise ValueError("gvpo_loss: every group needs >= 2 completions in the same loss computation")
     if scored is not None:
         keep = scored.bool()
@@ -87,8 +89,13 @@ def gvpo_loss(
     centered_model = reward_model - (group_sum / counts)[inverse]
     per_sample = 0.5 * (centered_model - centered_rewards.to(logps.dtype)) ** 2 / (counts[inverse] - 1).clamp(min=1)
     per_group = torch.zeros(len(groups), dtype=logps.dtype, device=logps.device).index_add(0, inverse, per_sample)
-    return per_group.mean()
+    return per_group.sum() / len(all_groups)  # groups with no scored row count, as zeros
 
+
+def group_scored_counts(rewards: torch.Tensor) -> torch.Tensor:
+    """n, the number of scored (finite) rewards of each row's group: [G, K] -> [G, K] float."""
+    counts = torch.isfinite(rewards).sum(-1, keepdim=True).to(torch.float32)
+    return counts.expand(rewards.shape)
 
 
 def gvpo_on_policy_loss(
@@ -96,6 +103,7 @@ def gvpo_on_policy_loss(
     old_logps: torch.Tensor,
     mask: torch.Tensor,
     centered_rewards: torch.Tensor,
+    scored_counts: torch.Tensor,
     *,
     beta: float,
     group_size: int,
@@ -103,19 +111,22 @@ def gvpo_on_policy_loss(
     """GVPO's loss on on-policy samples, one term per completion, so a group need not be whole in
     a micro-batch or on a process:
 
-        l_i = -beta K/(K-1) * c_i * sum_t (log pi_theta - log pi_old)_{i,t},   c_i = r_i - mean_group r
+        l_i = -beta K/(n-1) * c_i * sum_t (log pi_theta - log pi_old)_{i,t},   c_i = r_i - mean_group r
 
-    averaged over the rows. At theta = theta_old every implicit reward R_i is 0, so the residual of
-    :func:`gvpo_loss` is d_i = -c_i, and since sum_i d_i = 0 the group mean of grad R drops out:
-    the gradient equals that of ``gvpo_loss`` (averaged over groups) and the value is 0.
-    logps, old_logps, mask [B, T]; centered_rewards [B] (0 for an unscored row) -> scalar.
+    averaged over the rows, n = the scored rows of the row's group (0 for a group with n < 2). At
+    theta = theta_old every implicit reward R_i is 0, so the residual of :func:`gvpo_loss` is
+    d_i = -c_i, and since sum_i d_i = 0 the group mean of grad R drops out: the gradient equals
+    that of ``gvpo_loss(scored=...)`` (averaged over groups) and the value is 0.
+    logps, old_logps, mask [B, T]; centered_rewards [B] (0 for an unscored row); scored_counts [B]
+    (``group_scored_counts`` of the row's group) -> scalar.
     """
     if beta <= 0:
         raise ValueError(f"gvpo beta must be > 0, got {beta!r}")
     if group_size < 2:
         raise ValueError(f"gvpo needs groups of >= 2 completions, got {group_size}")
     implicit = ((logps - old_logps) * mask.to(logps.dtype)).sum(-1)  # R_i / beta
-    weight = -beta * group_size / (group_size - 1)
+    counts = scored_counts.to(logps.dtype)
+    weight = torch.where(counts >= 2, -beta * group_size / (counts - 1).clamp(min=1), torch.zeros_like(counts))
     return (weight * centered_rewards.to(logps.dtype) * implicit).mean()
 
 # -- MRT (BASELINES 5) -------------------------------------------------------------------------------

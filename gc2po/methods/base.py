@@ -62,6 +62,7 @@ class Method:
     needs_rollout_states: bool = False  # episode-end states before the loss (ReST's value head, GCPO)
     needs_old_logps: bool = False  # sampling-policy log-probs before the loss (GCPO's reference)
     local_groups: bool = False  # generates per group: every group must sit on one process
+    nonnegative_rewards: bool = False  # refuses reward functions that can go below 0 (GC2PO)
     fixed: dict[str, Any] = field(default_factory=dict)
     fidelity: str = "as in the paper"
     loss: LossFn | None = None  # replaces TRL's clipped loss when set (GVPO)

@@ -8,7 +8,8 @@ from gc2po.core.advantages import gc2po_token_advantages
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 FIDELITY = "as in the paper (SPEC 2 fills its gaps)"
-KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY)
+# r / r~ shares A^ among tokens only for scores >= 0: the paper's R_out is in {0, 1}
+KIND = dict(needs_episodes=True, needs_cf=True, nonnegative_rewards=True, fidelity=FIDELITY)
 
 
 @register_method("gc2po", "GC2PO: episodic causal counterfactual reward + outcome, token-level advantages", **KIND)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from gc2po.core.advantages import dr_grpo_advantage, group_normalised
-from gc2po.core.baselines import gvpo_on_policy_loss
+from gc2po.core.baselines import group_scored_counts, gvpo_on_policy_loss
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 
@@ -22,7 +22,8 @@ def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
     old = inputs.get("old_per_token_logps")
     old = logps.detach() if old is None else old  # on-policy: the sampling policy is the current one
     return gvpo_on_policy_loss(logps, old, inputs["completion_mask"], inputs["gvpo_centered_reward"],
-                               beta=config.gvpo_beta, group_size=config.num_generations)
+                               inputs["gvpo_scored_count"], beta=config.gvpo_beta,
+                               group_size=config.num_generations)
 
 
 @register_method(
@@ -32,8 +33,11 @@ def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
 )
 def gvpo_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     """No advantage in the usual sense: the loss needs each completion's centred reward (over the
-    scored completions of its group), which travels with the shuffled batch as a per-row tensor."""
+    scored completions of its group) and how many completions of its group were scored; both
+    travel with the shuffled batch as per-row tensors."""
     centred = group_normalised(batch.rewards, batch.row_index, batch.group_size, estimator=dr_grpo_advantage,
                                gather=batch.gather)
     batch.extras["gvpo_centered_reward"] = centred
+    batch.extras["gvpo_scored_count"] = group_normalised(
+        batch.rewards, batch.row_index, batch.group_size, estimator=group_scored_counts, gather=batch.gather)
     return centred, advantage_metrics(centred)

@@ -3,7 +3,8 @@
 Series are keyed ``(base, run)``: every run keeps its colour (``gc2po.reporting.names``) in
 every figure, and with several base models each base gets its own line style. Curves show the
 mean over seeds with a 95% band (Student t over seeds; none from a single seed), bars the mean
-with 95% error bars; legends sit outside the axes so they cover no data.
+with 95% error bars, both clipped to what the quantity can be (a gradient norm or a length is
+never below 0, an accuracy stays in [0, 100]); legends sit outside the axes so they cover no data.
 """
 
 from __future__ import annotations
@@ -23,6 +24,12 @@ from gc2po.reporting.names import benchmark_name, method_colour, method_name  # 
 from gc2po.reporting.stats import seed_interval  # noqa: E402
 
 LINE_STYLES = ["-", "--", ":", "-."]
+# what a quantity can be: its seed band is clipped to it (a Student t interval over few seeds of a
+# gradient norm or a length can reach below 0)
+Bounds = tuple[float | None, float | None]  # (lowest, highest) value of a quantity; None: none
+NON_NEGATIVE = (0.0, None)
+PERCENT = (0.0, 100.0)
+UNBOUNDED = (None, None)
 Series = dict[tuple[str, str], list[Path]]  # (base, run) -> one file per seed
 
 
@@ -59,16 +66,30 @@ def _save(fig, ax, out_png: str | Path):
     plt.close(fig)
 
 
-def _band(ax, xs, per_x_values, *, colour, style, label):
-    """Mean line with a 95% band over seeds."""
-    stats = np.array([seed_interval(v) for v in per_x_values])  # [X, 3]
+def interval_within(values, bounds: Bounds) -> tuple[float, float, float]:
+    """``seed_interval`` (mean, low, high) with low and high clipped to ``bounds`` (None: no
+    bound); NaN (no interval) stays NaN."""
+    mean, *edges = seed_interval(values)
+    edges = np.asarray(edges, dtype=float)
+    if bounds[0] is not None:
+        edges = np.maximum(edges, bounds[0])
+    if bounds[1] is not None:
+        edges = np.minimum(edges, bounds[1])
+    return mean, float(edges[0]), float(edges[1])
+
+
+def _band(ax, xs, per_x_values, *, colour, style, label, bounds):
+    """Mean line with a 95% band over seeds, kept within the quantity's ``bounds``."""
+    stats = np.array([interval_within(v, bounds) for v in per_x_values])  # [X, 3]
     ax.plot(xs, stats[:, 0], marker="o", markersize=3, color=colour, linestyle=style, label=label)
     if np.isfinite(stats[:, 1]).any():
         ax.fill_between(xs, stats[:, 1], stats[:, 2], color=colour, alpha=0.2, linewidth=0)
 
 
-def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, title: str) -> dict[str, int]:
-    """``key`` per training step, mean over seeds with a 95% band; returns the steps plotted per run."""
+def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, title: str,
+                      bounds: Bounds = UNBOUNDED) -> dict[str, int]:
+    """``key`` per training step, mean over seeds with a 95% band within ``bounds`` (e.g.
+    ``NON_NEGATIVE`` for a gradient norm); returns the steps plotted per run."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
     bases, plotted = _bases(runs), {}
     for (base, run), paths in runs.items():
@@ -79,7 +100,7 @@ def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, 
                     by_step[record["step"]].append(float(record[key]))
         if by_step:
             steps = sorted(by_step)
-            _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run),
+            _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run), bounds=bounds,
                   style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], label=_label(base, run, bases))
             plotted[f"{base}/{run}"] = len(steps)
     if not plotted:
@@ -104,7 +125,7 @@ def training_cost(runs: dict[str, list[Path]], reference: str, out_png: str | Pa
 
     reference_times = [mean_step_time(p) for p in runs[reference]]
     ratios = {run: [mean_step_time(p) / ref for p, ref in zip(paths, reference_times)] for run, paths in runs.items()}
-    stats = {run: seed_interval(r) for run, r in ratios.items()}
+    stats = {run: interval_within(r, NON_NEGATIVE) for run, r in ratios.items()}
     fig, ax = plt.subplots(figsize=(5, 3.2))
     names = list(runs)
     means = [stats[n][0] for n in names]
@@ -133,7 +154,7 @@ def budget_curves(summaries: Series, out_png: str | Path, title: str):
             continue
         budgets = [row["budget"] for row in curves[0]]
         per_budget = [[100 * c[i]["accuracy"] for c in curves] for i in range(len(budgets))]
-        _band(ax, budgets, per_budget, colour=method_colour(run),
+        _band(ax, budgets, per_budget, colour=method_colour(run), bounds=PERCENT,
               style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], label=_label(base, run, bases))
     if budgets:
         ax.set_xscale("log", base=2)
@@ -153,8 +174,8 @@ def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: l
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
     width = 0.8 / max(1, len(series))
     for i, (base, run) in enumerate(series):
-        stats = np.array([seed_interval(_summary_values(summaries.get((base, run, b), []), "mean_tokens"))
-                          for b in benchmarks])
+        tokens = [_summary_values(summaries.get((base, run, b), []), "mean_tokens") for b in benchmarks]
+        stats = np.array([interval_within(values, NON_NEGATIVE) for values in tokens])
         errors = np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]])
         ax.bar(np.arange(len(benchmarks)) + i * width, stats[:, 0], width, color=method_colour(run),
                hatch="//" if bases.index(base) else None, label=_label(base, run, bases),
@@ -174,7 +195,8 @@ def lambda_ablation(points: dict[tuple[str, str], dict[float, list[Path]]], benc
     colours = {"lambda_exp": method_colour("gc2po_no_sexp"), "lambda_cf": method_colour("gc2po_no_rcf")}
     for (base, key), series in points.items():
         xs = sorted(series)
-        stats = np.array([seed_interval([100 * v for v in _summary_values(series[x], "pass@1")]) for x in xs])
+        percents = [[100 * v for v in _summary_values(series[x], "pass@1")] for x in xs]
+        stats = np.array([interval_within(values, PERCENT) for values in percents])
         errors = np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]])
         ax.errorbar(xs, stats[:, 0], yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), marker="o",
                     capsize=3, color=colours[key], linestyle=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
@@ -200,6 +222,7 @@ def learning_curves(curves: Series, benchmarks: list[str], out_png: str | Path) 
             steps = sorted(rows.step.unique())
             _band(ax, steps, [100 * rows[rows.step == s].accuracy.to_numpy() for s in steps],
                   colour=method_colour(run), style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                  bounds=PERCENT,
                   label=_label(base, run, bases) if ax is axes[0][-1] else None)
             plotted[run] = len(steps)
         ax.set_title(benchmark_name(benchmark), fontsize=9)

@@ -147,11 +147,12 @@ def test_gvpo_on_policy_loss_has_the_group_loss_gradient_and_no_group_layout():
         if name == "group":
             loss = gvpo_loss(logps, old, mask, torch.arange(8) // K, centred, beta=0.1)
         elif name == "per_row":
-            loss = gvpo_on_policy_loss(logps, old, mask, centred, beta=0.1, group_size=K)
+            loss = gvpo_on_policy_loss(logps, old, mask, centred, torch.full((8,), 4.0), beta=0.1, group_size=K)
         else:  # two micro-batches of shuffled rows, averaged as gradient accumulation does
             perm = torch.tensor([5, 0, 7, 2, 1, 4, 6, 3])
             halves = [perm[:4], perm[4:]]
-            loss = sum(gvpo_on_policy_loss(logps[h], old[h], mask[h], centred[h], beta=0.1, group_size=K)
+            loss = sum(gvpo_on_policy_loss(logps[h], old[h], mask[h], centred[h], torch.full((4,), 4.0),
+                                           beta=0.1, group_size=K)
                        for h in halves) / 2
         assert abs(loss.item()) < 1e-7 or name == "group"
         loss.backward()

@@ -103,3 +103,32 @@ def test_the_legend_check_sees_a_legend_on_the_data():
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
     assert not figures.legend_overlaps_axes(fig, ax)
     plt.close(fig)
+
+
+def test_interval_within_clips_to_the_quantitys_range():
+    # seeds 0.01, 0.02, 5: mean 1.6767, t(2) half-width 4.3027 * 2.8785 / sqrt(3) = 7.150
+    mean, low, high = figures.interval_within([0.01, 0.02, 5.0], figures.NON_NEGATIVE)
+    assert mean == pytest.approx(1.676667) and low == 0.0 and high == pytest.approx(8.8266, abs=1e-3)
+    unbounded = figures.interval_within([0.01, 0.02, 5.0], figures.UNBOUNDED)
+    assert unbounded[1] == pytest.approx(-5.4733, abs=1e-3)
+    assert figures.interval_within([90.0, 99.0, 100.0], figures.PERCENT)[2] == 100.0
+    mean, low, high = figures.interval_within([3.0], figures.NON_NEGATIVE)  # one seed: no interval
+    assert mean == 3.0 and low != low and high != high
+
+
+def test_bands_and_error_bars_of_non_negative_quantities_stay_above_zero(tmp_path, drawn):
+    # gradient norms of 3 seeds whose t interval reaches far below 0 at every step
+    seeds = enumerate([0.01, 0.02, 5.0])
+    runs = {("tb", "grpo"): [write_metrics(tmp_path / f"s{s}.jsonl", [v, v]) for s, v in seeds]}
+    figures.metric_over_steps(runs, "grad_norm", "gradient norm", tmp_path / "g.png", "Gradient norm",
+                              figures.NON_NEGATIVE)
+    band = drawn[0].collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == 0.0 and band.max() == pytest.approx(8.8266, abs=1e-3)
+    seeds = enumerate([(0.0, 1.0), (0.0, 2.0), (0.9, 300.0)])  # (accuracy, mean tokens)
+    summaries = {("tb", "base", "test_id"): [write_summary(tmp_path / f"e{s}.json", a, t) for s, (a, t) in seeds]}
+    figures.token_usage(summaries, ["test_id"], tmp_path / "tokens.png")
+    budgets = {key[:2]: paths for key, paths in summaries.items()}
+    figures.budget_curves(budgets, tmp_path / "b.png", "Budget")
+    for ax in drawn[1:]:
+        lows = [path.vertices[:, 1].min() for c in ax.collections for path in c.get_paths()]
+        assert lows and min(lows) == 0.0  # the token bar's error bar and the accuracy band end at 0

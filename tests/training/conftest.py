@@ -26,6 +26,7 @@ def parity_reward(prompts, completions, **kwargs):
 
 
 parity_reward.__name__ = "outcome"  # logged as rewards/outcome/mean, like the real outcome rewards
+parity_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot go below 0
 
 
 def run_config(model_dir, train_file, out_dir, method, **trainer):

@@ -23,6 +23,7 @@ def parity_reward(prompts, completions, completion_ids, **kwargs):
 
 
 parity_reward.__name__ = "outcome"
+parity_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot go below 0
 
 
 class FixedGenerationTrainer(GC2POTrainer):

@@ -185,6 +185,7 @@ def half_unscored_reward(prompts, completions, **kwargs):
 
 
 half_unscored_reward.__name__ = "outcome"
+half_unscored_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot go below 0
 
 
 @pytest.mark.slow

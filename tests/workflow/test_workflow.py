@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from gc2po.methods import METHODS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -47,10 +49,10 @@ def test_dry_run_of_overlay_configs_plans_the_dag(overlay, rules):
 def test_bad_config_value_fails_before_any_job(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("methods: [gc2po, ppo]\n")
-    out = snakemake("-n", "--cores", "1", "--configfile", str(bad))
+    out = snakemake("-n", "--cores", "1", "--configfile", "config/config.yaml", str(bad))
     assert out.returncode != 0
-    message = out.stdout + out.stderr
-    assert "ppo" in message and "methods" in message
+    assert out.stderr.strip() == (f"config error: config/config.yaml {bad}: methods[1]: must be one of "
+                                  f"{sorted(METHODS)}, got 'ppo'")
 
 
 @pytest.mark.slow
@@ -83,6 +85,10 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert "GC2PO reproduction: ci" in html and "Seeds: 0" in html
     for entry in ("tables/table1.html", "tables/ablation.html", "report/setup.html", "figures/training_cost_testbed.png"):
         assert entry in html, entry
+    rulegraph = json.loads(re.search(r"var rulegraph_spec = (.*);", html).group(1))
+    nodes = next(data["values"] for data in rulegraph["data"] if data["name"] == "node-data")
+    drawn = [node["rule"] for node in nodes]
+    assert len(drawn) == len(set(drawn)) and {"evaluate", "audit", "train"} <= set(drawn), drawn  # once each
     # a rerun has nothing to do
     again = snakemake("-n", "--cores", "2", "-s", str(ROOT / "Snakefile"), "-d", str(work),
                       "--configfile", "config/config.yaml", "config/ci.yaml")

@@ -1,16 +1,18 @@
 # Config validation, the training jobs (gc2po.plan) and input functions shared by every stage.
 import os
+import sys
 from pathlib import Path
 
-from snakemake.utils import validate
-
 import gc2po.plan as plan
+from gc2po.config_schema import check_schema
 
-validate(config, workflow.source_path("../schemas/config.schema.yaml"))
-try:  # every training job's GC2POConfig and launcher, before any job runs (no model is loaded)
+try:  # the schema (one line naming the key, not snakemake.utils.validate's schema dump), then
+    # every training job's GC2POConfig and launcher, before any job runs (no model is loaded)
+    check_schema(config, workflow.overwrite_configfiles, Path(workflow.source_path("../schemas/config.schema.yaml")))
     plan.validate(config, where=f"config {config['name']!r}")
 except ValueError as err:
-    raise WorkflowError(str(err)) from None
+    print(f"config error: {err}", file=sys.stderr)  # the whole message: no traceback to read past
+    sys.exit(1)
 
 NAME = config["name"]
 SEEDS = config["seeds"]

@@ -27,9 +27,10 @@ with logged(sm) as log:
     evals = dict(sorted(evals.items(), key=lambda item: (p.bases.index(item[0][0]), ORDER[item[0][1]])))
 
     log("grad norm steps:", figures.metric_over_steps(runs, "grad_norm", "gradient norm", sm.output.grad_norm,
-                                                      "Gradient norm"))
+                                                      "Gradient norm", figures.NON_NEGATIVE))
     log("sampling ratio steps:", figures.metric_over_steps(runs, "sampling_ratio/mean", "mean pi / pi_old",
-                                                           sm.output.sampling_ratio, "Sampling ratio"))
+                                                           sm.output.sampling_ratio, "Sampling ratio",
+                                                           figures.NON_NEGATIVE))
     first = p.benchmarks[0]
     figures.budget_curves({(b, m): paths for (b, m, bench), paths in evals.items() if bench == first},
                           sm.output.budget_curves, f"Token-budget curves ({first})")

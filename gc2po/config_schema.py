@@ -1,0 +1,86 @@
+"""The workflow config against ``workflow/schemas/config.schema.yaml``, refused in one line.
+
+Snakemake's own ``validate`` prints the whole schema (hundreds of lines) under a one-line
+reason; ``check_schema`` raises a ValueError that names the key and the fix instead. The
+commonest mistake gets its own message: an overlay given alone (``--configfile my.yaml``
+replaces the default, it does not change it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
+DEFAULT_FILE = "config/config.yaml"  # the embedded default, as the Snakefile names it
+DEFAULT_PATH = SCHEMA.parents[2] / DEFAULT_FILE
+
+
+def one_line(err: Exception) -> str:
+    """An OSError or YAML error in one line: a YAML parse error's problem and where it is."""
+    mark = getattr(err, "problem_mark", None)
+    if getattr(err, "problem", None) and mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {err.problem}"
+    return " ".join(str(err).split())
+
+
+def _key(path) -> str:
+    """train.trainer.learning_rate, seeds[1]; "the config" for the top level."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return text.lstrip(".") or "the config"
+
+
+def _shown(path) -> str:
+    """A config file as the user would type it: relative to the working folder when inside it."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith("..") else relative
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _reason(error) -> str:
+    """What the schema asked for, in a few words (never the instance or schema in full)."""
+    rule, want, got = error.validator, error.validator_value, error.instance
+    if rule == "required":
+        missing = [k for k in want if isinstance(got, dict) and k not in got]
+        return f"missing key(s) {missing}"
+    if rule == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(k for k in got if k not in known)
+        return f"unknown key(s) {extra}" + (f"; valid: {known}" if known else "")
+    words = {
+        "type": lambda: f"must be {want if isinstance(want, str) else ' or '.join(want)}",
+        "enum": lambda: f"must be one of {want}",
+        "minimum": lambda: f"must be >= {want}", "maximum": lambda: f"must be <= {want}",
+        "minItems": lambda: f"needs at least {want} item(s)", "maxItems": lambda: f"takes at most {want} item(s)",
+        "pattern": lambda: f"must match {want!r}", "uniqueItems": lambda: "must not repeat an item",
+    }
+    reason = words[rule]() if rule in words else f"fails {rule!r} {_short(want)}"
+    return f"{reason}, got {_short(got)}"
+
+
+def check_schema(config: dict, files: list[str] | None = None, schema: Path = SCHEMA) -> None:
+    """ValueError with one line naming the key (the first problem found) and what it needs.
+
+    ``files``: the config files as given (``--configfile``), named in the message."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(yaml.safe_load(schema.read_text()))
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.path))))
+    if not errors:
+        return
+    given = " ".join(_shown(f) for f in files) if files else DEFAULT_FILE
+    missing = [k for k in validator.schema.get("required", []) if k not in config]
+    layered = any(Path(f).resolve() == DEFAULT_PATH for f in files or [DEFAULT_PATH])
+    if missing and not layered:
+        raise ValueError(f"{given}: a config given alone must be complete (missing: {', '.join(missing)}); "
+                         f"to change a few keys, pass {DEFAULT_FILE} first: --configfile {DEFAULT_FILE} {given}")
+    error = jsonschema.exceptions.best_match(errors)
+    raise ValueError(f"{given}: {_key(error.absolute_path)}: {_reason(error)}")

@@ -1,0 +1,133 @@
+"""A bad or incomplete workflow or run config fails before any job with one line naming the key
+and the fix, never a schema dump or a traceback (issue 26)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gc2po.config_schema import check_schema
+from gc2po.plan import load_config
+from gc2po.train import build_args, load_run_config
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERED = ["config/config.yaml", "my.yaml"]
+
+
+def changed(path: str, value):
+    """The default config with one key set (``value`` None: deleted)."""
+    config = copy.deepcopy(load_config([]))
+    *parents, last = path.split(".")
+    node = config
+    for key in parents:
+        node = node[key]
+    if value is None:
+        del node[last]
+    else:
+        node[last] = value
+    return config
+
+
+@pytest.mark.parametrize("config, message", [
+    (changed("mode", "foo"), "mode: must be one of ['testbed', 'benchmarks'], got 'foo'"),
+    (changed("seeds", []), "seeds: needs at least 1 item(s), got []"),
+    (changed("seeds", [0, -1]), "seeds[1]: must be >= 0, got -1"),
+    (changed("seeds", "1"), "seeds: must be array, got '1'"),
+    (changed("name", "a b"), "name: must match '^[A-Za-z0-9_.-]+$', got 'a b'"),
+    (changed("train.trainer", "x"), "train.trainer: must be object, got 'x'"),
+    (changed("train.task", None), "train: missing key(s) ['task']"),
+    (changed("train.epochs", 3), "train: unknown key(s) ['epochs']; valid: ['launcher', "),
+    (changed("evaluate.backend", "tpu"), "evaluate.backend: must be one of ['transformers', 'vllm', 'auto']"),
+    (changed("methods", ["grpo", "ppo"]), "methods[1]: must be one of ['dr_grpo', "),
+    (changed("epochs", 3), "the config: unknown key(s) ['epochs']; valid: ['ablation_bases', "),
+])
+def test_a_bad_workflow_config_value_is_one_line_naming_the_key(config, message):
+    with pytest.raises(ValueError) as err:
+        check_schema(config, LAYERED)
+    assert str(err.value).startswith(f"config/config.yaml my.yaml: {message}"), str(err.value)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 400
+
+
+def test_a_partial_config_given_alone_says_to_layer_it_on_the_default():
+    with pytest.raises(ValueError) as err:
+        check_schema({"methods": ["grpo"]}, ["my.yaml"])
+    assert str(err.value) == (
+        "my.yaml: a config given alone must be complete (missing: name, mode, seeds, train, evaluate, report); "
+        "to change a few keys, pass config/config.yaml first: --configfile config/config.yaml my.yaml")
+    check_schema(load_config([]), None)  # the default itself is complete and valid
+
+
+def run(command: list[str], tmp_path: Path, overlay: str) -> subprocess.CompletedProcess:
+    (tmp_path / "my.yaml").write_text(overlay)
+    return subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_snakemake_with_an_overlay_alone_fails_in_one_line(tmp_path):
+    out = run(["snakemake", "-n", "--cores", "1", "--configfile", str(tmp_path / "my.yaml")], tmp_path,
+              "methods: [grpo]\n")
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        f"config error: {tmp_path}/my.yaml: a config given alone must be complete (missing: name, mode, seeds, "
+        f"train, evaluate, report); to change a few keys, pass config/config.yaml first: --configfile "
+        f"config/config.yaml {tmp_path}/my.yaml")
+
+
+def test_snakemake_with_a_bad_trainer_value_fails_in_one_line(tmp_path):
+    out = run(["snakemake", "-n", "--cores", "1", "--configfile", "config/config.yaml", str(tmp_path / "my.yaml")],
+              tmp_path, "train:\n  trainer:\n    reward_weights: [-1.0]\n")
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("config error: config 'testbed': training job testbed/"), lines
+    assert "trainer.reward_weights" in lines[0] and "weight -1.0 can give -1" in lines[0]
+
+
+def test_gc2po_plan_with_an_overlay_alone_fails_in_one_line(tmp_path):
+    out = run(["gc2po.cli", "plan", "--configfile", str(tmp_path / "my.yaml")], tmp_path, "seeds: [0]\n")
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "a config given alone must be complete (missing: name, mode, methods" in lines[0]
+
+
+@pytest.fixture
+def run_config(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    data = tmp_path / "train.jsonl"
+    data.write_text(json.dumps({"id": "a", "question": "q", "answer": "1"}) + "\n")
+    return {"model": str(model), "train_data": str(data), "output_dir": str(tmp_path / "out"), "task": "testbed"}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"trainer": {"num_generations": 3, "per_device_train_batch_size": 2}},
+     "generation_batch_size (2) must be divisible by num_generations (3)"),
+    ({"method": "dr_grpo", "trainer": {"beta": 0.1}}, "trainer.beta=0.1 conflicts with method 'dr_grpo'"),
+    ({"trainer": {"reward_weights": [-1.0]}}, "trainer.reward_weights: method 'gc2po' needs rewards >= 0"),
+    ({"trainer": {"lambda_cf": 2.0}}, "lambda_cf must be in [0, 1], got 2.0"),
+    ({"trainer": {"perturbation": "nope"}}, "perturbation: unknown name 'nope'"),
+    ({"trainer": {"num_generations": 1}}, "num_generations must be >= 2"),
+    ({"trainer": {"adv_clip": -1}}, "adv_clip must be > 0, got -1.0"),
+    ({"precision": "fp8"}, "precision must be one of ['bf16-mixed', 'bf16', 'fp32'], got 'fp8'"),
+    ({"method": "ppo"}, "method: unknown name 'ppo'"),
+])
+def test_a_bad_run_config_value_is_one_line_naming_the_key(change, message, run_config):
+    with pytest.raises(ValueError) as err:
+        build_args({**run_config, **change})
+    assert message in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("loader, what", [
+    (lambda path: load_config([path]), "cannot read workflow config"),
+    (load_run_config, "cannot read run config"),
+])
+def test_a_broken_yaml_file_is_one_line_naming_where(loader, what, tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("model: [a\ntrainer: {x: 1\n")
+    with pytest.raises(ValueError) as err:
+        loader(path)
+    assert str(err.value) == f"{path}: {what}: line 2, column 8: expected ',' or ']', but got ':'"
