@@ -3,7 +3,8 @@ nor escape.
 
 Each sample runs in bubblewrap (``sandbox_host``, ``sandbox_launch``): new user, PID, network, IPC,
 UTS and cgroup namespaces, ``--die-with-parent``, ``--new-session``, no capabilities, no further
-user namespaces, a read-only view of only the interpreter and the C libraries, a 64 MB private
+user namespaces, a seccomp filter refusing the keyring, ptrace and other unneeded syscalls
+(``sandbox_seccomp``), a read-only view of only the interpreter and the C libraries, a 64 MB private
 tmpfs as the only writable place, an empty environment; as root it runs as ``nobody``. Memory and
 processes are bounded per sample by a cgroup where root can create one, else by RLIMIT_NPROC x
 RLIMIT_AS inside the sample's own user namespace (``sandbox_cgroup``). Output comes back through

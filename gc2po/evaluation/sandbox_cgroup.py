@@ -93,7 +93,8 @@ class SampleCgroup:
         return None
 
 
-def create_sample_cgroup(layout: CgroupLayout, memory_bytes: int, max_processes: int) -> SampleCgroup:
+def create_sample_cgroup(layout: CgroupLayout, memory_bytes: int, max_tasks: int) -> SampleCgroup:
+    """A new sample cgroup; ``max_tasks`` bounds processes and threads together (pids.max)."""
     with _names_lock:
         name = f"gc2po-{os.getpid()}-{next(_names)}"
     if layout.version == 2:
@@ -110,7 +111,7 @@ def create_sample_cgroup(layout: CgroupLayout, memory_bytes: int, max_processes:
         (group.memory_dir / "memory.limit_in_bytes").write_text(str(memory_bytes))
         if (group.memory_dir / "memory.memsw.limit_in_bytes").exists():
             (group.memory_dir / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
-    (group.pids_dir / "pids.max").write_text(str(max_processes))
+    (group.pids_dir / "pids.max").write_text(str(max_tasks))
     return group
 
 

@@ -16,12 +16,16 @@ from pathlib import Path
 
 from gc2po.evaluation import sandbox_harness
 from gc2po.evaluation.sandbox_cgroup import CgroupLayout, detect_cgroup_layout
+from gc2po.evaluation.sandbox_seccomp import host_arch, seccomp_pipe, seccomp_program
 
 NOBODY = 65534
 TMPFS_MB = 64  # the sample's only writable place, /tmp
 OPEN_FILES = 64
 INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")  # tried after the grader's own
 WEAK_ENV = "GC2PO_ALLOW_WEAK_SANDBOX"
+# glibc reserves a 64 MB malloc arena per thread: address space RLIMIT_AS counts though it is never
+# used, so 16 threads would exhaust a 1 GB limit; two arenas serve a test's few threads
+MALLOC_ARENA_MAX = "2"
 HARNESS_SOURCE = Path(sandbox_harness.__file__).read_text()
 # what an interpreter loads from: its sys.path under -I -S, and LIBDIR (libpython, libffi, ...)
 PROBE = ("import json, os, sys, sysconfig; paths = [*sys.path, sysconfig.get_config_var('LIBDIR') or ''];"
@@ -34,16 +38,22 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-sample limits. ``memory_mb`` and ``max_processes`` hold for the whole sample."""
+    """Per-sample limits. ``memory_mb``, ``max_processes`` and ``max_threads`` hold for the
+    whole sample. A cgroup's pids.max counts threads, so in a cgroup the bound is ``max_threads``
+    tasks (processes and threads together, a fork bomb stops there); without one RLIMIT_NPROC,
+    which counts threads too, is ``max_processes``, since each process gets 1/max_processes of
+    the memory."""
 
     timeout: float = 10.0
     cpu_seconds: int = 10
     memory_mb: int = 1024
     max_output_bytes: int = 1 << 20
     max_processes: int = 8
+    max_threads: int = 64
 
     def __post_init__(self):
-        for name in ("timeout", "cpu_seconds", "memory_mb", "max_output_bytes", "max_processes"):
+        for name in ("timeout", "cpu_seconds", "memory_mb", "max_output_bytes", "max_processes",
+                     "max_threads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"sandbox limit {name}={value!r} must be a positive number")
@@ -51,6 +61,9 @@ class Limits:
             raise ValueError(f"sandbox limits memory_mb={self.memory_mb} and max_processes={self.max_processes} "
                              f"are below the minimum ({2 * TMPFS_MB} MB, 4 processes: bubblewrap's init, "
                              f"the harness, the candidate and one spare)")
+        if self.max_threads < self.max_processes:
+            raise ValueError(f"sandbox limit max_threads={self.max_threads} is below "
+                             f"max_processes={self.max_processes} (each process has a thread)")
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,7 @@ class SandboxSetup:
     bwrap: str | None = None
     setpriv: str | None = None  # drops root to nobody before bubblewrap
     cgroups: CgroupLayout | None = None
+    seccomp: bytes | None = None  # the BPF program (sandbox_seccomp); None where no table fits
     description: str = ""
 
     def rlimits(self, limits: Limits) -> dict:
@@ -121,7 +135,8 @@ def _read_only_view(interpreter: str, paths: list[str]) -> tuple[tuple[str, ...]
     return tuple(outermost), tuple(symlinks)
 
 
-def bwrap_argv(setup: SandboxSetup) -> list[str]:
+def bwrap_argv(setup: SandboxSetup, seccomp_fd: int | None) -> list[str]:
+    """The command line; ``seccomp_fd`` (inherited by bubblewrap) holds ``setup.seccomp``."""
     argv = [setup.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
             "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]
     for path in setup.read_only:
@@ -130,7 +145,10 @@ def bwrap_argv(setup: SandboxSetup) -> list[str]:
         argv += ["--symlink", target, link]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_MB << 20), "--tmpfs", "/tmp",
              "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv",
-             "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
+             "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8",
+             "--setenv", "MALLOC_ARENA_MAX", MALLOC_ARENA_MAX]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     if setup.as_nobody:
         argv = [setup.setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", *argv]
     return argv + python_argv(setup)
@@ -167,17 +185,27 @@ def _probe_bubblewrap_once() -> SandboxSetup | str:
         interpreter, paths = _find_interpreter(as_nobody)
     except SandboxUnavailable as error:
         return str(error)
-    setup = SandboxSetup("bubblewrap", interpreter, as_nobody, *_read_only_view(interpreter, paths), bwrap, setpriv)
+    arch = host_arch()
+    setup = SandboxSetup("bubblewrap", interpreter, as_nobody, *_read_only_view(interpreter, paths), bwrap, setpriv,
+                         seccomp=None if arch is None else seccomp_program(arch))
     message = {"role": "script", "program": "print('sandbox ok')"}
-    trial = subprocess.run(bwrap_argv(setup), input=encode_message(setup, message, Limits()), capture_output=True,
-                           timeout=60, env={}, cwd="/")
+    seccomp_fd = None if setup.seccomp is None else seccomp_pipe(setup.seccomp)
+    try:
+        trial = subprocess.run(bwrap_argv(setup, seccomp_fd), input=encode_message(setup, message, Limits()),
+                               capture_output=True, timeout=60, env={}, cwd="/",
+                               pass_fds=() if seccomp_fd is None else (seccomp_fd,))
+    finally:
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
     if trial.returncode != 0 or trial.stdout.strip() != b"sandbox ok":
         return (f"bubblewrap cannot start a sandbox here (exit status {trial.returncode}: "
                 f"{trial.stderr.decode(errors='replace').strip()[-500:]}); it needs user namespaces "
                 f"(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)")
     cgroups, bound = detect_cgroup_layout()
     user = "nobody" if as_nobody else "this user"
-    return replace(setup, cgroups=cgroups, description=f"bubblewrap ({bwrap}) as {user}, {interpreter}; {bound}")
+    filtered = f"seccomp filter for {arch}" if arch else "NO seccomp filter (no syscall table for this machine)"
+    return replace(setup, cgroups=cgroups,
+                   description=f"bubblewrap ({bwrap}) as {user}, {interpreter}; {filtered}; {bound}")
 
 
 def sandbox_setup(allow_weak: bool = False) -> SandboxSetup:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from gc2po.evaluation.sandbox_cgroup import SampleCgroup, create_sample_cgroup
 from gc2po.evaluation.sandbox_host import (
+    MALLOC_ARENA_MAX,
     NOBODY,
     Limits,
     SandboxSetup,
@@ -23,6 +24,7 @@ from gc2po.evaluation.sandbox_host import (
     nobody,
     python_argv,
 )
+from gc2po.evaluation.sandbox_seccomp import seccomp_pipe
 
 MAX_VERDICT_BYTES = 1 << 16
 # as root: enter the sample's cgroups (one procs file per hierarchy), then exec the rest
@@ -48,7 +50,7 @@ def run_contained(setup: SandboxSetup, message: dict, limits: Limits, with_verdi
     fds: list[int] = []
     try:
         if setup.cgroups is not None:
-            cgroup = create_sample_cgroup(setup.cgroups, limits.memory_mb << 20, limits.max_processes)
+            cgroup = create_sample_cgroup(setup.cgroups, limits.memory_mb << 20, limits.max_threads)
         if setup.mode == "weak":
             workdir = tempfile.mkdtemp(prefix="gc2po-sandbox-")
         verdict_read, verdict_write = os.pipe()
@@ -98,13 +100,20 @@ def _start(setup: SandboxSetup, cgroup: SampleCgroup | None, workdir: str | None
     if setup.mode == "weak":
         if setup.as_nobody:
             os.chown(workdir, NOBODY, NOBODY)
-        return subprocess.Popen(python_argv(setup), cwd=workdir, env={"HOME": workdir, "LANG": "C.UTF-8"}, **common,
-                                **nobody(setup.as_nobody))
-    argv = bwrap_argv(setup)
-    if cgroup is not None:  # enter the cgroups as root, then drop to nobody and start bubblewrap
-        argv = ["/bin/sh", "-c", ENTER_CGROUPS, "gc2po-sandbox", str(len(cgroup.procs_files)),
-                *cgroup.procs_files, *argv]
-    return subprocess.Popen(argv, cwd="/", env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, **common)
+        env = {"HOME": workdir, "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": MALLOC_ARENA_MAX}
+        return subprocess.Popen(python_argv(setup), cwd=workdir, env=env, **common, **nobody(setup.as_nobody))
+    seccomp_fd = None if setup.seccomp is None else seccomp_pipe(setup.seccomp)
+    try:
+        argv = bwrap_argv(setup, seccomp_fd)
+        if cgroup is not None:  # enter the cgroups as root, then drop to nobody and start bubblewrap
+            argv = ["/bin/sh", "-c", ENTER_CGROUPS, "gc2po-sandbox", str(len(cgroup.procs_files)),
+                    *cgroup.procs_files, *argv]
+        if seccomp_fd is not None:
+            common["pass_fds"] = (*pass_fds, seccomp_fd)
+        return subprocess.Popen(argv, cwd="/", env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, **common)
+    finally:
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
 
 
 def _kill(process: subprocess.Popen) -> None:

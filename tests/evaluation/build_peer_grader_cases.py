@@ -13,7 +13,9 @@ Selection rule (fixed before measuring, no case picked by hand):
 - ``completion`` is what the peer's grader reads: the prediction string where the test passes
   text (math-verify), ``\\boxed{answer}`` where the peer grades the content of the last box
   (hendrycks/math ``is_equiv`` after ``last_boxed_only_string``), ``Answer: X`` where the peer
-  reads that line (simple-evals' ANSWER_PATTERN); ``kind`` is ``boxed`` when the completion holds a
+  reads that line (simple-evals' ANSWER_PATTERN); NeMo-Skills' ``math_equal`` pairs, asserted in
+  both orders, are two cases each, ``\\boxed{first}`` against the second (its grader compares the
+  last box's content); ``kind`` is ``boxed`` when the completion holds a
   ``\\boxed{}`` and ``unboxed`` otherwise.
 
 Usage: python3 tests/evaluation/build_peer_grader_cases.py MIRRORS_DIR > tests/evaluation/peer_grader_cases.jsonl
@@ -34,6 +36,7 @@ HENDRYCKS = ("hendrycks/math", "5f3bf91d13367550bed100240554fd11c25abe48", "MIT"
 OPEN_R1 = ("huggingface/open-r1", "1416fa0cf21595d2083b399a2a0bbddd7f6e9563", "Apache-2.0")
 SIMPLE_EVALS = ("openai/simple-evals", "ee3b0318d8d1d9d72755a4120879be65f7c07e9e", "MIT")
 TRL = ("huggingface/trl", "f2cd57710ae345ea6428ae95363267fcf38a3dc8", "Apache-2.0")
+NEMO_SKILLS = ("NVIDIA/NeMo-Skills", "0b012df8a09cd4730d31b16e90a0d8f13d145fb8", "Apache-2.0")
 MATH_VERIFY_FILES = ["tests/test_all.py", "tests/test_boxed.py", "tests/test_numina_cases.py",
                      "tests/test_open_thoughts.py", "tests/test_strict.py", "tests/test_yujianll.py"]
 DEFAULT_OPTIONS = {"precision": 6, "strict": True, "allow_set_relation_comp": False}
@@ -152,9 +155,37 @@ def simple_evals_cases(mirrors: Path) -> list[dict]:
             for expr1, expr2, verdict in pattern.findall(template)]
 
 
+def nemo_skills_cases(mirrors: Path) -> list[dict]:
+    """``math_equal`` pairs of NeMo-Skills' grader test: each pair is asserted equal (or unequal)
+    in both orders, so each order is a case; the first element is graded as the model's boxed
+    answer (NeMo-Skills compares the extracted last-box content). A pair holding ``None`` or an
+    expression (``5 / 2``) is not a literal answer text and is left out."""
+    path = "tests/test_math_equal.py"
+    tree = ast.parse(git_show(mirrors, NEMO_SKILLS[0], NEMO_SKILLS[1], path))
+    out, seen = [], set()
+    for func in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        found = _parametrize(func)
+        if found is None:
+            continue
+        verdict = func.name == "test_correct_examples"
+        for row in found[1].elts:
+            pair = ast.literal_eval(row) if isinstance(row, ast.Tuple) and all(
+                isinstance(e, ast.Constant) for e in row.elts) else None
+            if pair is None or None in pair:
+                continue
+            for answer, gold in dict.fromkeys([tuple(map(str, pair)), tuple(map(str, pair[::-1]))]):
+                if (answer, gold) in seen:  # (5, 5) in both orders, or a pair the test repeats
+                    continue
+                seen.add((answer, gold))
+                out.append(case(NEMO_SKILLS, path, func.name, f"\\boxed{{{answer}}}", str(gold), verdict,
+                                "math_equal(last boxed, answer), both orders"))
+    return out
+
+
 def main(mirrors: Path) -> None:
     cases = (math_verify_cases(mirrors) + hendrycks_cases(mirrors) + reward_test_cases(mirrors, OPEN_R1, "tests/test_rewards.py")
-             + simple_evals_cases(mirrors) + reward_test_cases(mirrors, TRL, "tests/test_rewards.py"))
+             + simple_evals_cases(mirrors) + reward_test_cases(mirrors, TRL, "tests/test_rewards.py")
+             + nemo_skills_cases(mirrors))
     for number, item in enumerate(cases, 1):
         print(json.dumps({"id": f"peer-{number:04d}", **item}, ensure_ascii=False))
 

@@ -1,12 +1,13 @@
 """Agreement of grade_math with other projects' grader verdicts on a held set of cases.
 
 ``peer_grader_cases.jsonl`` holds the parametrised cases of math-verify's test suite, the MATH
-authors' ``is_equiv`` tests (hendrycks/math), open-r1's and TRL's accuracy-reward tests and
-simple-evals' equality examples, each with its repository, path, commit, test and licence
-(rebuilt by ``build_peer_grader_cases.py``; selection rule in its docstring). Where peers
+authors' ``is_equiv`` tests (hendrycks/math), open-r1's and TRL's accuracy-reward tests,
+simple-evals' equality examples and NeMo-Skills' ``math_equal`` tests, each with its repository,
+path, commit, test and licence (rebuilt by ``build_peer_grader_cases.py``; selection rule in its docstring). Where peers
 disagree with each other (order of a list, a judge that refuses nontrivial simplification) or
 with our principle (a number the text merely ends near, without stating it) we disagree too;
-the rest must agree.
+the rest must agree. Every disagreement is named, with its class, in
+``grader_disagreements.jsonl`` (written by ``classify_grader_disagreements.py``).
 """
 
 import json
@@ -18,6 +19,7 @@ import pytest
 from gc2po.evaluation.graders import grade_math
 
 CASES = Path(__file__).with_name("peer_grader_cases.jsonl")
+DISAGREEMENTS = Path(__file__).with_name("grader_disagreements.jsonl")
 FIELDS = {"id", "completion", "gold", "peer_verdict", "kind", "repo", "path", "commit", "test", "licence", "config"}
 
 
@@ -33,7 +35,7 @@ def test_every_case_names_its_source_and_licence():
         assert case["repo"] and case["path"] and len(case["commit"]) == 40 and case["licence"], case["id"]
         assert case["kind"] == ("boxed" if "\\boxed" in case["completion"] else "unboxed"), case["id"]
     assert {c["repo"] for c in cases} >= {"huggingface/Math-Verify", "hendrycks/math", "huggingface/open-r1",
-                                          "openai/simple-evals", "huggingface/trl"}
+                                          "openai/simple-evals", "huggingface/trl", "NVIDIA/NeMo-Skills"}
 
 
 @pytest.mark.slow
@@ -45,9 +47,13 @@ def test_agreement_with_peer_verdicts():
         if grade_math(case["completion"], case["gold"]) == case["peer_verdict"]:
             agree[case["kind"]] += 1
         else:
-            disagreements.append(f"{case['id']} ({case['repo']} {case['test']}): peer says {case['peer_verdict']}")
+            disagreements.append(case["id"])
     boxed = agree["boxed"] / total["boxed"]
     overall = sum(agree.values()) / sum(total.values())
     report = f"boxed {agree['boxed']}/{total['boxed']} = {boxed:.3f}, overall {sum(agree.values())}/{len(cases)} = {overall:.3f}"
     print(report, *disagreements, sep="\n")
     assert boxed >= 0.97 and overall >= 0.92, report + "\n" + "\n".join(disagreements)
+    classified = [json.loads(line) for line in DISAGREEMENTS.read_text(encoding="utf-8").splitlines()]
+    assert [row["id"] for row in classified] == disagreements, (
+        "grader_disagreements.jsonl is stale: run tests/evaluation/classify_grader_disagreements.py")
+    assert all(row["class"] and row["why"] for row in classified)
