@@ -1,10 +1,13 @@
 """What an evaluation summary records about where its numbers come from: the data file's
-sha256, the code's git revision, the graders and their versions. Nothing here imports torch."""
+sha256, the code's git revision, the graders and their versions, and the machine that computed
+them. Only :func:`machine_fingerprint` imports torch (when called)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import platform
 import subprocess
 from functools import cache
 from importlib import metadata
@@ -89,3 +92,51 @@ def grader_provenance(task: str, records: list[dict]) -> tuple[str, dict]:
 
 def code_provenance() -> dict:
     return {"gc2po": package_version("gc2po"), **git_revision()}
+
+
+# Environment settings that change which kernels torch, oneDNN and MKL run, or how they split
+# float sums over threads: two machines agree byte for byte only when these agree too.
+FINGERPRINT_ENV = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_CBWR",
+                   "MKL_ENABLE_INSTRUCTIONS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                   "CUBLAS_WORKSPACE_CONFIG")
+# CPU flags that decide the SIMD code paths of ATen and oneDNN (x86; other CPUs report none).
+SIMD_FLAGS = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
+              "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8")
+FINGERPRINT_PACKAGES = ("torch", "transformers", "trl", "numpy", "vllm")
+
+
+def _cpuinfo() -> tuple[str | None, list[str]]:
+    """(CPU model name, its SIMD flags of SIMD_FLAGS) from /proc/cpuinfo; (platform's answer,
+    []) where there is none (not Linux)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or None, []
+    fields: dict[str, str] = {}
+    for line in text.splitlines():  # one block per CPU: the first block's values
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    model = fields.get("model name") or fields.get("Model name") or fields.get("cpu model")
+    flags = set(fields.get("flags", fields.get("Features", "")).split())
+    return model, [flag for flag in SIMD_FLAGS if flag in flags]
+
+
+def machine_fingerprint() -> dict:
+    """Where the numbers were computed: CPU model and SIMD flags, the ISA torch dispatches to
+    (``ATEN_CPU_CAPABILITY`` lowers it), the env settings of FINGERPRINT_ENV (None: unset),
+    torch's thread counts, the GPUs torch sees and the library versions. Same fingerprint and
+    same inputs: same bytes; another fingerprint may round floats differently."""
+    import torch
+
+    model, flags = _cpuinfo()
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
+        if torch.cuda.is_available() else []
+    return {"cpu": model, "architecture": platform.machine(), "cpu_flags": flags,
+            "cpu_count": os.cpu_count(),
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch_threads": torch.get_num_threads(),
+            "torch_interop_threads": torch.get_num_interop_threads(),
+            "env": {name: os.environ.get(name) for name in FINGERPRINT_ENV}, "gpus": gpus,
+            "versions": {"python": platform.python_version(),
+                         **{name: package_version(name) for name in FINGERPRINT_PACKAGES}}}

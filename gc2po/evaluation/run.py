@@ -167,13 +167,15 @@ def evaluate_model(model: str, benchmarks: list[BenchmarkData], *, task: str, ke
                    sampling: dict | None = None, n_per_benchmark: dict | None = None, budgets: list[int] | None = None,
                    batch_size: int = 32, progress_factory=None, log=print) -> list[dict]:
     """Load ``model`` once and evaluate it on every benchmark (the token-budget curve on the
-    first); each summary records the key, the model path, the data's sha256 and the code."""
+    first); each summary records the key, the model path, the data's sha256, the code and the
+    machine (provenance.machine_fingerprint; tables never read it)."""
     from gc2po.evaluation.backends import SamplingConfig, load_backend
 
     engine = load_backend(backend, model, batch_size=batch_size)
     base_fields = {"key": asdict(key), "model": {"path": model, "resolved": str(Path(model).resolve())
                                                  if Path(model).exists() else None},
-                   "code": provenance.code_provenance()}
+                   "code": provenance.code_provenance(),
+                   "machine": provenance.machine_fingerprint()}
     summaries = []
     for i, bench in enumerate(benchmarks):
         settings = {**(sampling or {}), "seed": key.seed}

@@ -1,5 +1,6 @@
 """The report's setup page: what was run (config), how big the models are (counted from their
-saved files), and the evaluation protocol and data hashes (read from the evaluation summaries)."""
+saved files), the evaluation protocol and data hashes, and the machines the evaluations ran on
+(read from the evaluation summaries)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,32 @@ def _protocol_text(summaries: list[Path]) -> str:
             + (" (uncommitted changes)" if code.get("dirty") else ""))
 
 
+def _machine_rows(summaries: list[Path]) -> pd.DataFrame:
+    """One row per distinct machine fingerprint (provenance.machine_fingerprint) among the
+    summaries, with how many evaluations it computed; summaries written before the fingerprint
+    existed count as "not recorded"."""
+    counts: dict[str, int] = {}
+    for path in summaries:
+        machine = json.loads(Path(path).read_text()).get("machine")
+        key = json.dumps(machine, sort_keys=True)
+        counts[key] = counts.get(key, 0) + 1
+    rows = []
+    for key, count in counts.items():
+        machine = json.loads(key)
+        if machine is None:
+            rows.append({"CPU": "not recorded", "evaluations": count})
+            continue
+        env = ", ".join(f"{k}={v}" for k, v in machine["env"].items() if v is not None)
+        cpu = f"{machine['cpu']} ({machine['architecture']}, {machine['cpu_count']} cores)"
+        rows.append({"CPU": cpu, "SIMD flags": " ".join(machine["cpu_flags"]),
+                     "torch ISA": machine["torch_cpu_capability"],
+                     "torch threads": machine["torch_threads"],
+                     "GPUs": ", ".join(machine["gpus"]) or "none", "env overrides": env or "none",
+                     "versions": ", ".join(f"{k} {v}" for k, v in machine["versions"].items() if v),
+                     "evaluations": count})
+    return pd.DataFrame(rows)
+
+
 def _table(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, border=0, na_rep="", escape=True)
 
@@ -99,6 +126,10 @@ def setup_html(config: dict, base_models: dict, model_paths: dict, runs: dict, s
         ("Base models", _model_rows(base_models, model_paths).set_index("base model").T.to_html(border=0, na_rep="")),
         ("Training (shared by every run)", f"<p>task {html.escape(str(train.get('task')))}</p>" + _table(trainer)),
         ("Evaluation", f"<p>{html.escape(_protocol_text(summaries))}</p>" + _table(_evaluation_rows(summaries))),
+        ("Machines", "<p>where the evaluations ran. The same fingerprint and inputs give the "
+                     "same bytes; another ISA, thread count or library version can round floats "
+                     "differently and so change samples (docs/results.md).</p>"
+                     + _table(_machine_rows(summaries))),
     ]
     body = "".join(f"<h3>{html.escape(title)}</h3>{content}" for title, content in sections)
     style = ("body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse;margin-bottom:12px}"

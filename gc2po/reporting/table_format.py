@@ -160,5 +160,7 @@ def to_html(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: st
                                                   "text-align: right; white-space: nowrap;"},
                   {"selector": "th.row_heading", "props": "text-align: left;"},
               ])
-              .set_properties(subset=pd.IndexSlice[base_rows, :], **{"border-top": "2px solid #444"}))
+              .set_properties(subset=pd.IndexSlice[base_rows, :], **{"border-top": "2px solid #444"})
+              # a fixed element id (Styler's default is random): the same cells, the same bytes
+              .set_uuid("gc2po"))
     return styler.to_html(doctype_html=True)

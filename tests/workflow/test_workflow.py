@@ -77,6 +77,10 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     summary = json.loads((work / "results" / "ci" / "eval" / "testbed" / "grpo" / "seed0" /
                           "test_id.jsonl.summary.json").read_text())
     assert summary["key"] == {"base": "testbed", "run": "grpo", "seed": 0} and len(summary["data"]["sha256"]) == 64
+    # the machine that computed it (the tables above never read it); the setup page lists it
+    capability = summary["machine"]["torch_cpu_capability"]
+    setup = (work / "results" / "ci" / "report" / "setup.html").read_text()
+    assert "<h3>Machines</h3>" in setup and f"<td>{capability}</td>" in setup
     # the report opens on the run's description and holds the tables and the setup page
     report = snakemake("-s", str(ROOT / "Snakefile"), "-d", str(work), "--configfile", "config/config.yaml",
                        "config/ci.yaml", "--report", str(work / "report.html"))

@@ -57,7 +57,7 @@ rule training_cost:  # one figure per base model
 rule report_setup:  # what the report's first entry shows: the run's setup, models counted from their files
     input:
         models=[f"{RES}/models/{b}" for b, spec in BASE_MODELS.items() if spec["source"] != "hub"],
-        summaries=eval_summaries(["base"], BENCHMARKS),
+        summaries=eval_summaries(MODELS, BENCHMARKS),  # all: the machines each evaluation ran on
     output:
         report(f"{OUT}/report/setup.html", caption="../report/setup.rst", category="1 Setup"),
     params:
