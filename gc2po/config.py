@@ -64,8 +64,8 @@ class GC2POConfig(GRPOConfig):
         sampling_ratio_pass (`bool`, defaults to `False`): run one extra no-grad pass after generation
             for old log-probs, so the sampling-ratio metric pi/pi_old is measured even on-policy
             (where it is exactly 1). Off: GC2PO costs no forward pass over TRL's GRPO.
-        fast_generation (`bool`, defaults to `True`): on the transformers generation path, prefill each
-            prompt once for its K completions and run the model on unfinished rows only
+        fast_generation (`bool`, defaults to `True`): on the transformers generation path on CPU,
+            prefill each prompt once for its K completions and run the model on unfinished rows only
             (`gc2po.group_sampling`): the same tokens as `generate`, less work. Off: TRL's `generate` call.
         max_consecutive_skipped_steps (`int`, defaults to `3`): a step whose loss or gradient norm is
             not finite is skipped (weights, optimizer and scheduler untouched); this many in a row

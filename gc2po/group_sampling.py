@@ -24,21 +24,38 @@ from transformers.generation.logits_process import LogitsProcessorList, Temperat
 ROW_WISE_PROCESSORS = (TemperatureLogitsWarper,)
 
 
-def row_wise_processors(model, generation_config, prompt_width: int, device) -> LogitsProcessorList | None:
+def row_wise_processors(
+    model, generation_config, prompt_width: int, device
+) -> LogitsProcessorList | None:
     """The logits processors ``generate`` would apply, or None when one of them is not row-wise
     (top-k/top-p, repetition penalty, ...) or the config stops on anything but EOS and length;
     the caller then keeps ``generate``."""
-    if not generation_config.do_sample or generation_config.stop_strings or generation_config.max_time:
+    if (
+        not generation_config.do_sample
+        or generation_config.stop_strings
+        or generation_config.max_time
+    ):
         return None
-    processors = model._get_logits_processor(generation_config=generation_config,
-                                             input_ids_seq_length=prompt_width, device=device, model_kwargs={})
+    processors = model._get_logits_processor(
+        generation_config=generation_config,
+        input_ids_seq_length=prompt_width,
+        device=device,
+        model_kwargs={},
+    )
     return processors if all(isinstance(p, ROW_WISE_PROCESSORS) for p in processors) else None
 
 
 @torch.no_grad()
-def sample_completions(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, max_new_tokens: int,
-                       eos_token_ids: list[int], pad_token_id: int,
-                       processors: LogitsProcessorList) -> torch.Tensor:
+def sample_completions(
+    model,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    max_new_tokens: int,
+    eos_token_ids: list[int],
+    pad_token_id: int,
+    processors: LogitsProcessorList,
+) -> torch.Tensor:
     """Sampled continuations [B, S] (S <= max_new_tokens; pad after a row's EOS), as
     ``model.generate(input_ids, attention_mask, do_sample=True, ...)[:, W:]`` returns them.
 
@@ -47,14 +64,24 @@ def sample_completions(model, input_ids: torch.Tensor, attention_mask: torch.Ten
     rows = input_ids.shape[0]
     device = input_ids.device
     repeat = torch.zeros(rows, dtype=torch.bool, device=device)
-    repeat[1:] = (input_ids[1:] == input_ids[:-1]).all(-1) & (attention_mask[1:] == attention_mask[:-1]).all(-1)
+    repeat[1:] = (input_ids[1:] == input_ids[:-1]).all(-1) & (
+        attention_mask[1:] == attention_mask[:-1]
+    ).all(-1)
     first = ~repeat  # the first row of each run of identical prompts
     source = first.long().cumsum(0) - 1  # [B]: the distinct prompt each row copies
-    positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)  # as generate does
+    positions = (attention_mask.long().cumsum(-1) - 1).masked_fill(
+        attention_mask == 0, 0
+    )  # as generate does
 
     cache = DynamicCache(config=model.config)
-    out = model(input_ids=input_ids[first], attention_mask=attention_mask[first], position_ids=positions[first],
-                past_key_values=cache, use_cache=True, logits_to_keep=1)
+    out = model(
+        input_ids=input_ids[first],
+        attention_mask=attention_mask[first],
+        position_ids=positions[first],
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
     _select_rows(cache, source)
     logits = out.logits[:, -1].to(dtype=torch.float32)[source]  # [active, V]
 
@@ -65,7 +92,9 @@ def sample_completions(model, input_ids: torch.Tensor, attention_mask: torch.Ten
     eos = torch.tensor(eos_token_ids, device=device)
     tokens = []
     for _ in range(max_new_tokens):
-        scores = torch.zeros(rows, logits.shape[-1], dtype=torch.float32, device=device)  # finished: placeholder
+        scores = torch.zeros(
+            rows, logits.shape[-1], dtype=torch.float32, device=device
+        )  # finished: placeholder
         scores[active] = processors(None, logits)
         sampled = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
         sampled = sampled * unfinished + pad_token_id * (1 - unfinished)
@@ -78,9 +107,14 @@ def sample_completions(model, input_ids: torch.Tensor, attention_mask: torch.Ten
             _select_rows(cache, still.nonzero(as_tuple=True)[0])
             active, attention = active[still], attention[still]
         attention = torch.cat([attention, attention.new_ones(len(active), 1)], dim=1)
-        out = model(input_ids=sampled[active, None], attention_mask=attention,
-                    position_ids=next_position[active, None], past_key_values=cache, use_cache=True,
-                    logits_to_keep=1)
+        out = model(
+            input_ids=sampled[active, None],
+            attention_mask=attention,
+            position_ids=next_position[active, None],
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         logits = out.logits[:, -1].to(dtype=torch.float32)
         next_position = next_position + 1
     return torch.stack(tokens, dim=1)
@@ -95,10 +129,19 @@ def _select_rows(cache: DynamicCache, index: torch.Tensor) -> None:
 def trainer_can_sample(trainer, images, multimodal_fields) -> bool:
     """Whether a GRPOTrainer's generation may go through ``sample_completions``: text-only, the
     plain transformers path (no vLLM, continuous batching, DeepSpeed or FSDP, whose generation
-    synchronises processes step by step), the option on."""
-    return (trainer.args.fast_generation and not trainer.use_vllm and images is None and not multimodal_fields
-            and not trainer.use_transformers_continuous_batching and not trainer.is_deepspeed_enabled
-            and not trainer.is_fsdp_enabled)
+    synchronises processes step by step), on CPU, the option on. CPU only: there a row's result
+    was checked not to depend on the batch it sits in; GPU matmul kernels are chosen by shape, so
+    a smaller batch could change a logit's last bits and, rarely, a sampled token."""
+    return (
+        trainer.args.fast_generation
+        and trainer.accelerator.device.type == "cpu"
+        and not trainer.use_vllm
+        and images is None
+        and not multimodal_fields
+        and not trainer.use_transformers_continuous_batching
+        and not trainer.is_deepspeed_enabled
+        and not trainer.is_fsdp_enabled
+    )
 
 
 def trainer_completions(trainer, prompt_ids: list[list[int]]) -> list[list[int]] | None:
@@ -110,22 +153,40 @@ def trainer_completions(trainer, prompt_ids: list[list[int]]) -> list[list[int]]
 
     pad_id = trainer._tokenizer.pad_token_id
     prompts = [torch.tensor(ids) for ids in prompt_ids]
-    ids = pad(prompts, padding_value=pad_id, padding_side="left", pad_to_multiple_of=trainer.pad_to_multiple_of)
-    mask = pad([torch.ones_like(t) for t in prompts], padding_value=0, padding_side="left",
-               pad_to_multiple_of=trainer.pad_to_multiple_of)
+    ids = pad(
+        prompts,
+        padding_value=pad_id,
+        padding_side="left",
+        pad_to_multiple_of=trainer.pad_to_multiple_of,
+    )
+    mask = pad(
+        [torch.ones_like(t) for t in prompts],
+        padding_value=0,
+        padding_side="left",
+        pad_to_multiple_of=trainer.pad_to_multiple_of,
+    )
     device = trainer.accelerator.device
     ids, mask = ids.to(device), mask.to(device)
     config = trainer.generation_config
-    with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator,
-                                     gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-                                     generation_kwargs=trainer.generation_kwargs,
-                                     gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs) as model:
+    with unwrap_model_for_generation(
+        trainer.model_wrapped,
+        trainer.accelerator,
+        gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+        generation_kwargs=trainer.generation_kwargs,
+        gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
+    ) as model:
         processors = row_wise_processors(model, config, ids.shape[1], device)
         if processors is None:
             return None
-        completions = sample_completions(model, ids, mask, max_new_tokens=config.max_new_tokens,
-                                         eos_token_ids=list(trainer.eos_token_ids), pad_token_id=pad_id,
-                                         processors=processors)
+        completions = sample_completions(
+            model,
+            ids,
+            mask,
+            max_new_tokens=config.max_new_tokens,
+            eos_token_ids=list(trainer.eos_token_ids),
+            pad_token_id=pad_id,
+            processors=processors,
+        )
     eos = torch.isin(completions, torch.tensor(trainer.eos_token_ids, device=device)).cpu()
     lengths = torch.where(eos.any(1), eos.int().argmax(1) + 1, completions.shape[1])
     return [row[:n].tolist() for row, n in zip(completions.cpu(), lengths.tolist())]
