@@ -167,7 +167,6 @@ def trainer_completions(trainer, prompt_ids: list[list[int]]) -> list[list[int]]
     )
     device = trainer.accelerator.device
     ids, mask = ids.to(device), mask.to(device)
-    config = trainer.generation_config
     with unwrap_model_for_generation(
         trainer.model_wrapped,
         trainer.accelerator,
@@ -175,6 +174,8 @@ def trainer_completions(trainer, prompt_ids: list[list[int]]) -> list[list[int]]
         generation_kwargs=trainer.generation_kwargs,
         gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
     ) as model:
+        # the config generate would use: unset fields filled from the model's generation_config
+        config, _ = model._prepare_generation_config(trainer.generation_config)
         processors = row_wise_processors(model, config, ids.shape[1], device)
         if processors is None:
             return None

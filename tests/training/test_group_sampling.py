@@ -124,3 +124,14 @@ def test_a_training_run_is_identical_with_and_without_fast_generation(
         assert torch.equal(batch_new.completion_mask, batch_old.completion_mask)
         assert torch.equal(a_new, a_old)
     assert all(torch.equal(a, b) for a, b in zip(weights_new, weights_old))
+
+
+def test_a_processor_from_the_models_own_generation_config_keeps_generate(small_run):
+    """generate fills the fields TRL leaves unset (min_p) from the model's generation_config."""
+    from gc2po.group_sampling import trainer_completions
+
+    trainer = small_run("grpo", out="min_p", save_strategy="no")
+    prompt = [[5, 6, 7]] * 2
+    assert trainer_completions(trainer, prompt) is not None
+    trainer.model.generation_config.min_p = 0.1
+    assert trainer_completions(trainer, prompt) is None
