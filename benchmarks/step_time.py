@@ -248,7 +248,7 @@ def main():
         fastest = min(times[(method, "new")]) / min(times[(method, "old")])
         print(f"  ratio new/old: medians {ratio:.2f}, minima {fastest:.2f}")
         generation = [phases.seconds[((method, path), "generation")] for path in PATHS]
-        print(f"  generation time new/old (timed steps summed): {generation[1] / generation[0]:.2f}")
+        print(f"  generation time new/old (timed steps): {generation[1] / generation[0]:.2f}")
         print("  phase shares of the step (mean s/step, share of the mean step):")
         for path in PATHS:
             mean = statistics.mean(times[(method, path)])
