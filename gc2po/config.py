@@ -64,6 +64,9 @@ class GC2POConfig(GRPOConfig):
         sampling_ratio_pass (`bool`, defaults to `False`): run one extra no-grad pass after generation
             for old log-probs, so the sampling-ratio metric pi/pi_old is measured even on-policy
             (where it is exactly 1). Off: GC2PO costs no forward pass over TRL's GRPO.
+        fast_generation (`bool`, defaults to `True`): on the transformers generation path on CPU,
+            prefill each prompt once for its K completions and run the model on unfinished rows only
+            (`gc2po.group_sampling`): the same tokens as `generate`, less work. Off: TRL's `generate` call.
         max_consecutive_skipped_steps (`int`, defaults to `3`): a step whose loss or gradient norm is
             not finite is skipped (weights, optimizer and scheduler untouched); this many in a row
             stop the run with an error naming the step, the first non-finite parameter and the prompts.
@@ -104,6 +107,7 @@ class GC2POConfig(GRPOConfig):
     adv_clip: float = _help("Token advantages are clamped to [-adv_clip, adv_clip].", 10.0)
     episode_weight_norm: str = _help(f"One of {list(EPISODE_WEIGHT_NORMS)}.", "sum")
     sampling_ratio_pass: bool = _help("Extra no-grad pass for old log-probs (sampling-ratio metric).", False)
+    fast_generation: bool = _help("Prefill each prompt once, run unfinished rows only (same tokens).", True)
     max_consecutive_skipped_steps: int = _help("Non-finite steps in a row that stop the run.", 3)
     metrics_path: str | None = _help("JSONL file that receives every logged step.")
     length_penalty_alpha: float = _help("alpha of the length-penalty baseline.", 0.1)

@@ -20,6 +20,7 @@ from gc2po.config import GC2POConfig
 from gc2po.core.counterfactual import counterfactual_reward
 from gc2po.distributed import gather_keyed_rows, gathered_lm_head
 from gc2po.episodes import CaptureRequest, EpisodeStates, StateCapture
+from gc2po.group_sampling import trainer_can_sample, trainer_completions
 from gc2po.methods import RolloutBatch, get_method
 from gc2po.rewards import check_nonnegative_rewards, combined_rewards
 from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
@@ -37,6 +38,8 @@ class GC2POTrainer(GRPOTrainer):
 
     - ``_calculate_rewards``: keep TRL's per-function rewards, to combine them as TRL does
       (weighted sum; a completion no function scored stays NaN and gets advantage 0).
+    - ``_generate_single_turn``: the transformers path samples through ``gc2po.group_sampling``
+      (each prompt prefilled once, finished rows dropped; the same tokens as ``generate``).
     - ``_generate_and_score_completions``: replace TRL's GRPO advantages by the method's, or
       prepare their computation in the loss forward (GC2PO on-policy).
     - ``_get_per_token_logps_and_entropies``: capture final-norm states at episode ends in a pass
@@ -57,6 +60,13 @@ class GC2POTrainer(GRPOTrainer):
         self._warned_pad_in_prompt = False
         if self.args.metrics_path:
             self.add_callback(JsonlMetricsCallback(self.args.metrics_path))
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        if trainer_can_sample(self, images, multimodal_fields):
+            completions = trainer_completions(self, prompt_ids)
+            if completions is not None:
+                return completions, None
+        return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations, has_tool_images)
 
     # -- rewards and advantages at generation time --------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
