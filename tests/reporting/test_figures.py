@@ -56,7 +56,7 @@ def test_curves_have_seed_bands_method_colours_and_outside_legends(tmp_path, dra
     figures.budget_curves(summaries, tmp_path / "b.png", "Budget")
     grad_ax, budget_ax = drawn
     # the same method, the same colour, in both figures, under its display name
-    assert line_colour(grad_ax, "GC2PO") == line_colour(budget_ax, "GC2PO") == method_colour("gc2po")
+    assert line_colour(grad_ax, "GC2PO (paper)") == line_colour(budget_ax, "GC2PO (paper)") == method_colour("gc2po")
     assert line_colour(budget_ax, "Base model") == method_colour("base")
     # one band (a filled polygon) per curve: 3 seeds give a 95% interval
     assert len(grad_ax.collections) == 2 and len(budget_ax.collections) == 2

@@ -59,7 +59,7 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert out.returncode == 0, out.stderr[-5000:]
     tables = work / "results" / "ci" / "tables"
     table1 = (tables / "table1.md").read_text()
-    assert "| testbed (base) |" in table1 and "| + GC2PO |" in table1 and "| + GRPO |" in table1
+    assert "| testbed (base) |" in table1 and "| + GC2PO (paper) |" in table1 and "| + GRPO |" in table1
     assert "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 new tokens" in table1
     csv = (tables / "table1.csv").read_text().splitlines()
     assert csv[0].startswith("block,model,benchmark,mean,ci_low,ci_high,diff,diff_ci_low,diff_ci_high")
