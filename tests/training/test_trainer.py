@@ -11,6 +11,7 @@ import torch
 from transformers import TrainerCallback
 
 from gc2po.core.advantages import dr_grpo_advantage, gc2po_token_advantages, grpo_advantage
+from gc2po.core.corrected import additive_token_advantages
 from gc2po.core.baselines import (
     gcpo_advantages,
     length_penalty_advantages,
@@ -26,6 +27,10 @@ from tests.training.conftest import SMALL, record_advantages
 def expected_advantages(method: str, batch, services_log: dict, config) -> torch.Tensor:
     """Each method's core entry point on the batch training saw (one process, rows in order)."""
     K, rewards = batch.group_size, batch.rewards
+    if method.startswith("gc2po_add"):
+        return additive_token_advantages(rewards, batch.episode_ids, batch.r_cf, batch.completion_mask, group_size=K,
+                                         lambda_cf=config.lambda_cf, std_floor=config.cf_std_floor,
+                                         z_clip=config.cf_z_clip, row_index=batch.row_index).token_advantages
     if METHODS[method].needs_cf:
         return gc2po_token_advantages(rewards, batch.episode_ids, batch.r_cf, batch.old_logps, batch.completion_mask,
                                       group_size=K, lambda_cf=config.lambda_cf, trunc_frac=config.trunc_frac,
@@ -111,6 +116,23 @@ def test_each_method_trains_and_its_advantages_are_its_core_entry_points(method,
     expected += {"mrt": ["mrt/progress_mean"], "gcpo": ["gcpo/upsilon_mean"], "rest_mcts": ["rest/selected_frac"]}.get(method, [])
     for key in expected:
         assert key in steps[0], f"{method}: metric {key} not logged"
+
+
+@pytest.mark.slow
+def test_corrected_gc2po_without_r_cf_is_grpo_through_the_trainer(small_run):
+    """The corrected GC2PO at lambda_cf = 0, trained: on the batch it saw (its R_cf nonzero), its
+    token advantages are what the GRPO method gives that batch, on every completion token."""
+    trainer = small_run("gc2po_add_no_rcf", out="corrected", max_steps=2, save_strategy="no")
+    calls = record_advantages(trainer)
+    trainer.train()
+    assert calls and all(batch.r_cf.abs().sum() > 0 for batch, _ in calls)
+    for batch, corrected in calls:
+        grpo, _ = METHODS["grpo"].advantages(batch, trainer.args)  # [B], one value per completion
+        mask = batch.completion_mask.bool()
+        torch.testing.assert_close(corrected[mask], grpo.unsqueeze(-1).expand_as(mask)[mask].float(), atol=1e-6,
+                                   rtol=0)
+    assert any(grpo_advantage(b.rewards.view(-1, b.group_size)).abs().sum() > 0 for b, _ in calls), \
+        "the test batches need groups with different rewards"
 
 
 def count_forwards(trainer) -> dict:
