@@ -209,3 +209,40 @@ def learning_curves(curves: Series, benchmarks: list[str], out_png: str | Path) 
     fig.suptitle("Learning curves: step 0 is the base model; bands are 95% CIs over seeds", fontsize=9)
     _save(fig, axes[0][-1], out_png)
     return plotted
+
+
+LENGTH_KEYS = {"completions/mean_length": "completion length (tokens)", "episodes/mean_count": "episodes per completion"}
+
+
+def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
+    """Completion length and episodes per completion over training (metrics.jsonl keys
+    ``LENGTH_KEYS``), one panel each, mean over seeds with a 95% band. The base model is the
+    mean of every run's first step, whose completions were sampled before any update (a dashed
+    grey line). Returns, per run, the steps plotted per key and the base values."""
+    fig, axes = plt.subplots(1, len(LENGTH_KEYS), figsize=(9, 3.2), squeeze=False)
+    bases, plotted, first = _bases(runs), {}, {key: [] for key in LENGTH_KEYS}
+    for ax, (key, ylabel) in zip(axes[0], LENGTH_KEYS.items()):
+        for (base, run), paths in runs.items():
+            by_step = defaultdict(list)
+            for path in paths:
+                records = [r for r in read_metrics(path) if key in r and "loss" in r]
+                for record in records:
+                    by_step[record["step"]].append(float(record[key]))
+                first[key] += [float(r[key]) for r in records[:1]]
+            if by_step:
+                steps = sorted(by_step)
+                _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run),
+                      style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                      label=_label(base, run, bases) if ax is axes[0][-1] else None)
+                plotted.setdefault(f"{base}/{run}", {})[key] = len(steps)
+        if first[key]:
+            ax.axhline(float(np.mean(first[key])), color=method_colour("base"), linestyle="--", linewidth=1,
+                       label=f"{method_name('base')} (step-1 samples)" if ax is axes[0][-1] else None)
+        else:
+            ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center", transform=ax.transAxes)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("training step")
+        ax.set_ylabel(ylabel)
+    fig.suptitle("Completion length and episodes per completion over training", fontsize=9)
+    _save(fig, axes[0][-1], out_png)
+    return {"plotted": plotted, "base": {k: float(np.mean(v)) for k, v in first.items() if v}}

@@ -103,3 +103,30 @@ def test_the_legend_check_sees_a_legend_on_the_data():
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
     assert not figures.legend_overlaps_axes(fig, ax)
     plt.close(fig)
+
+
+def write_length_metrics(path, lengths, counts):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"step": i + 1, "loss": 0.1, "completions/mean_length": n,
+                                        "episodes/mean_count": c}) + "\n" for i, (n, c) in enumerate(zip(lengths, counts))))
+    return path
+
+
+def test_length_and_episodes_per_run_with_the_base_from_step_one(tmp_path, drawn):
+    # GRPO keeps its length, the paper form shortens and packs episodes, over 2 seeds each
+    runs = {("tb", "grpo"): [write_length_metrics(tmp_path / f"g{s}.jsonl", [30 + s, 30, 31], [3, 3, 3])
+                             for s in range(2)],
+            ("tb", "gc2po"): [write_length_metrics(tmp_path / f"p{s}.jsonl", [29 + s, 22, 15], [3, 3.5, 4])
+                              for s in range(2)],
+            ("tb", "gc2po_add"): [write_length_metrics(tmp_path / "a0.jsonl", [30, 30, 30], [3, 3, 3])]}
+    result = figures.length_and_episodes(runs, tmp_path / "length.png")
+    assert result["plotted"]["tb/gc2po"] == {"completions/mean_length": 3, "episodes/mean_count": 3}
+    # the base model: the mean of every run's first step (sampled before any update)
+    assert result["base"]["completions/mean_length"] == pytest.approx((30 + 31 + 29 + 30 + 30) / 5)
+    length_ax = drawn[0].figure.axes[0]
+    paper = next(line for line in length_ax.get_lines() if mcolors.to_hex(line.get_color()) == method_colour("gc2po"))
+    assert list(paper.get_ydata()) == pytest.approx([29.5, 22, 15])
+    labels = [t.get_text() for t in drawn[0].get_legend().get_texts()]
+    assert labels == ["GRPO", "GC2PO (paper)", "GC2PO (corrected, additive)", "Base model (step-1 samples)"]
+    assert not figures.legend_overlaps_axes(drawn[0].figure, drawn[0])
+    assert (tmp_path / "length.png").stat().st_size > 1000

@@ -87,7 +87,7 @@ def test_bold_marks_a_unique_best_and_no_tie(eval_root):
     out = write(eval_root, make_files(eval_root, standard_models()))
     md = out["md"].read_text().splitlines()
     rows = {line.split(" |")[0]: line for line in md if line.startswith("| +")}
-    assert rows["| + GC2PO"].count("**") == 2 * 3  # best in both benchmarks and the Average
+    assert rows["| + GC2PO (paper)"].count("**") == 2 * 3  # best in both benchmarks and the Average
     assert "**" not in rows["| + GRPO"] + rows["| + Dr.GRPO"]
     # now GRPO and Dr.GRPO tie at the top of test_longer: nobody is bold there
     models = standard_models()
