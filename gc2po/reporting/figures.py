@@ -35,7 +35,7 @@ def _label(base: str, run: str, bases: list[str]) -> str:
 
 
 def _bases(series) -> list[str]:
-    return list(dict.fromkeys(base for base, _ in series))
+    return list(dict.fromkeys(key[0] for key in series))  # keys start with the base model
 
 
 def legend_overlaps_axes(fig, ax) -> bool:
@@ -166,20 +166,25 @@ def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: l
     _save(fig, ax, out_png)
 
 
-def lambda_ablation(points: dict[tuple[str, str], dict[float, list[Path]]], benchmark: str, out_png: str | Path):
-    """pass@1 on ``benchmark`` against lambda_exp and lambda_cf: ``{(base, "lambda_exp"): {0.0:
-    [summaries per seed], ...}}``; mean over seeds with 95% error bars."""
+def lambda_ablation(points: dict[tuple, dict[float, list[Path]]], benchmark: str, out_png: str | Path):
+    """pass@1 on ``benchmark`` against lambda_exp and lambda_cf: ``{(base, form, "lambda_exp"):
+    {0.0: [summaries per seed], ...}}`` with form ``gc2po`` (the paper's) or ``gc2po_add`` (the
+    corrected one; its points are squares); mean over seeds with 95% error bars."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
     bases = _bases(points)
-    colours = {"lambda_exp": method_colour("gc2po_no_sexp"), "lambda_cf": method_colour("gc2po_no_rcf")}
-    for (base, key), series in points.items():
+    ablation = {"lambda_exp": "no_sexp", "lambda_cf": "no_rcf"}  # lambda = 0: the ablation's colour
+    forms = list(dict.fromkeys(form for _, form, _ in points))
+    for (base, form, key), series in points.items():
         xs = sorted(series)
         stats = np.array([seed_interval([100 * v for v in _summary_values(series[x], "pass@1")]) for x in xs])
         errors = np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]])
-        ax.errorbar(xs, stats[:, 0], yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), marker="o",
-                    capsize=3, color=colours[key], linestyle=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
-                    label=key if len(bases) == 1 else f"{base}: {key}")
-    ax.set_xlabel("lambda (0 = the ablation; the paper's value = GC2PO)")
+        label = key if len(forms) == 1 else f"{method_name(form)}: {key}"
+        ax.errorbar(xs, stats[:, 0], yerr=None if np.isnan(errors).all() else np.nan_to_num(errors),
+                    marker="o" if form == "gc2po" else "s", capsize=3,
+                    color=method_colour(f"{form}_{ablation[key]}"),
+                    linestyle=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                    label=label if len(bases) == 1 else f"{base}: {label}")
+    ax.set_xlabel("lambda (0 = the ablation; the paper's value = the method's default)")
     ax.set_ylabel(f"pass@1 on {benchmark_name(benchmark)} (%)")
     ax.set_title("lambda_exp and lambda_cf")
     _save(fig, ax, out_png)

@@ -130,3 +130,18 @@ def test_length_and_episodes_per_run_with_the_base_from_step_one(tmp_path, drawn
     assert labels == ["GRPO", "GC2PO (paper)", "GC2PO (corrected, additive)", "Base model (step-1 samples)"]
     assert not figures.legend_overlaps_axes(drawn[0].figure, drawn[0])
     assert (tmp_path / "length.png").stat().st_size > 1000
+
+
+def test_lambda_figure_shows_the_paper_and_the_corrected_form_apart(tmp_path, drawn):
+    def seeds(run, accuracy):
+        return [write_summary(tmp_path / run / f"{s}.json", accuracy + 0.01 * s, 10) for s in range(2)]
+
+    points = {("tb", "gc2po", "lambda_cf"): {0.0: seeds("gc2po_no_rcf", 0.2), 0.8: seeds("gc2po", 0.25)},
+              ("tb", "gc2po_add", "lambda_cf"): {0.0: seeds("gc2po_add_no_rcf", 0.3), 0.8: seeds("gc2po_add", 0.35)}}
+    figures.lambda_ablation(points, "test_id", tmp_path / "lambda.png")
+    labels = [t.get_text() for t in drawn[0].get_legend().get_texts()]
+    assert labels == ["GC2PO (paper): lambda_cf", "GC2PO (corrected, additive): lambda_cf"]
+    lines = [line for line in drawn[0].get_lines() if line.get_marker() in ("o", "s")]
+    assert [mcolors.to_hex(line.get_color()) for line in lines] == [method_colour("gc2po_no_rcf"),
+                                                                    method_colour("gc2po_add_no_rcf")]
+    assert list(lines[1].get_ydata()) == pytest.approx([30.5, 35.5])

@@ -22,6 +22,7 @@ rule figures:
         runs=RUNS,
         benchmarks=BENCHMARKS,
         sweeps=config.get("sweeps") or {},
+        sweep_methods=config.get("sweep_methods") or ["gc2po"],
     log:
         f"logs/{NAME}/figures.log",
     conda:
