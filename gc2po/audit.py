@@ -53,7 +53,8 @@ class AuditConfig:
         if not (isinstance(self.study_draws, int) and self.study_draws >= 1):
             raise ValueError(f"audit study_draws must be an integer >= 1, got {self.study_draws!r}")
         if self.cf_state not in STATE_CHOICES:
-            raise ValueError(f"audit cf_state must be one of {list(STATE_CHOICES)}, got {self.cf_state!r}")
+            raise ValueError(f"audit cf_state must be one of {list(STATE_CHOICES)}, "
+                             f"got {self.cf_state!r}")
 
 
 def spec_name(spec: list[dict]) -> str:
@@ -90,7 +91,8 @@ def score_rows(model, tokenizer, problems, prompt_texts, generations, config: Au
     perturbation of ``grid``, that variant's R_cf)."""
     # a finished completion ends with EOS in training (TRL keeps it in the completion mask), so
     # it does here: every cf_state choice then reads the state training reads
-    completion_ids = [g.token_ids + [tokenizer.eos_token_id] * bool(g.finished) for g in generations]
+    eos = [tokenizer.eos_token_id]
+    completion_ids = [g.token_ids + eos * bool(g.finished) for g in generations]
     logps, states = completion_states(model, tokenizer, [prompt_texts[g.prompt_index] for g in generations], completion_ids)
     width = logps.shape[1]
     ids = torch.tensor([c + [tokenizer.pad_token_id] * (width - len(c)) for c in completion_ids])
@@ -112,9 +114,10 @@ def score_rows(model, tokenizer, problems, prompt_texts, generations, config: Au
         result, [N, Lmax] table, per-completion mean, the states' (rows, slots, Lmax))."""
         rows_idx, slots, positions, num_slots = flatten(state_table(episodes, ids, choice, special))
         result = counterfactual_reward(
-            states[rows_idx, positions], weight, perturbation=spec, num_samples=config.num_samples, tau=config.tau,
-            lambda_exp=config.lambda_exp, eps_u=1e-6, answer_space="topk", topk=config.answer_topk,
-            generator=torch.Generator().manual_seed(seed), group_index=prompt_of[rows_idx])
+            states[rows_idx, positions], weight, perturbation=spec, num_samples=config.num_samples,
+            tau=config.tau, lambda_exp=config.lambda_exp, eps_u=1e-6, answer_space="topk",
+            topk=config.answer_topk, generator=torch.Generator().manual_seed(seed),
+            group_index=prompt_of[rows_idx])
         where = (rows_idx, slots, num_slots)
         return (result, *per_completion(result.r_cf, *where), where)
 
@@ -136,12 +139,13 @@ def score_rows(model, tokenizer, problems, prompt_texts, generations, config: Au
     })
     frame["gc2po_advantage"] = _group_normalise(frame, "gc2po_score")
     frame["grpo_advantage"] = _group_normalise(frame, "r_out")
-    for choice in STATE_CHOICES:  # the same noise seed for each choice: they differ by the state only
+    for choice in STATE_CHOICES:  # one noise seed for every choice: they differ by the state only
         frame[f"r_cf@{choice}"] = cf_at(choice, config.perturbation, config.seed)[2].tolist()
     for index, spec in enumerate(grid or []):  # every (setting, draw) has its own noise seed
         for draw in range(config.study_draws):
             seed = config.seed + 1 + index * config.study_draws + draw
-            frame[f"r_cf[{spec_name(spec)}]#{draw}"] = cf_at(config.cf_state, spec, seed)[2].tolist()
+            column = f"r_cf[{spec_name(spec)}]#{draw}"
+            frame[column] = cf_at(config.cf_state, spec, seed)[2].tolist()
     return frame
 
 
@@ -198,8 +202,8 @@ def summarise(frame: pd.DataFrame, rewards=REWARDS) -> dict:
                         "spearman_f": spearman(frame[r], frame.f), "spearman_p": spearman(frame[r], frame.p),
                         "partial_p_given_f": partial_correlation(frame[r], frame.p, frame.f)} for r in rewards}
     overall = {r: [float(frame[r].mean()), float(frame[r].std(ddof=0))] for r in rewards}
-    return {"completions": len(frame), "overall": overall, "groups": groups, "correlations": correlations,
-            "state_choices": state_choice_study(frame)}
+    return {"completions": len(frame), "overall": overall, "groups": groups,
+            "correlations": correlations, "state_choices": state_choice_study(frame)}
 
 
 def state_choice_study(frame: pd.DataFrame, num_resamples: int = 1000, seed: int = 0) -> dict:
@@ -219,9 +223,10 @@ def state_choice_study(frame: pd.DataFrame, num_resamples: int = 1000, seed: int
         x, p, f = (frame[c].to_numpy(dtype=float) for c in (column, "p", "f"))
         boot = np.array([partial_correlation(x[i], p[i], f[i]) for i in resamples])
         boot = boot[np.isfinite(boot)]
-        low, high = (np.quantile(boot, [0.025, 0.975]).tolist() if boot.size else [float("nan")] * 2)
-        out[column.removeprefix("r_cf@")] = {"partial_p_given_f": partial_correlation(x, p, f), "ci_low": low,
-                                             "ci_high": high, "pearson_p": pearson(x, p)}
+        low, high = np.quantile(boot, [0.025, 0.975]).tolist() if boot.size else [float("nan")] * 2
+        out[column.removeprefix("r_cf@")] = {
+            "partial_p_given_f": partial_correlation(x, p, f), "ci_low": low, "ci_high": high,
+            "pearson_p": pearson(x, p)}
     return out
 
 

@@ -61,9 +61,12 @@ class GC2POConfig(GRPOConfig):
             (`"sum"`, the paper) or average 1 (`"mean"`, no incentive to emit many short episodes).
         cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
             `gc2po.episode_states.STATE_CHOICES`; `None` takes the method's (`"episode_end"` for
-            `gc2po`, which reads EOS for the last episode; `"result"` for the corrected `gc2po_add`).
-        cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of R_cf.
-        cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to +-this.
+            `gc2po`, which reads EOS for the last episode; `"result"` for the corrected
+            `gc2po_add`).
+        cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
+            R_cf.
+        cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to
+            +-cf_z_clip.
 
         > Training machinery
 
@@ -136,7 +139,8 @@ class GC2POConfig(GRPOConfig):
         if self.cf_state is None:
             self.cf_state = method.cf_state
         if self.cf_state != "episode_end" and not method.needs_cf:
-            raise ValueError(f"cf_state applies to the GC2PO methods only; method {self.method!r} reads episode ends")
+            raise ValueError(f"cf_state applies to the GC2PO methods only; method {self.method!r} "
+                             "reads episode ends")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {self.precision!r}")
         self.bf16, self.fp16 = self.precision != "fp32", False
@@ -151,7 +155,8 @@ class GC2POConfig(GRPOConfig):
              f"one of {list(EPISODE_WEIGHT_NORMS)}"),
             ("trunc_frac", 0 <= self.trunc_frac < 0.5, "in [0, 0.5)"), ("adv_clip", self.adv_clip > 0, "> 0"),
             ("cf_state", self.cf_state in STATE_CHOICES, f"one of {list(STATE_CHOICES)}"),
-            ("cf_std_floor", self.cf_std_floor > 0, "> 0"), ("cf_z_clip", self.cf_z_clip > 0, "> 0"),
+            ("cf_std_floor", self.cf_std_floor > 0, "> 0"),
+            ("cf_z_clip", self.cf_z_clip > 0, "> 0"),
             ("max_consecutive_skipped_steps", self.max_consecutive_skipped_steps >= 1, ">= 1"),
             ("multi_objective_aggregation", self.multi_objective_aggregation == "sum_then_normalize",
              "'sum_then_normalize' (R_out is the weighted sum of the reward functions)"),

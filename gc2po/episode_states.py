@@ -54,8 +54,12 @@ def _episode_state(text: str, offsets, tokens: list[int], real: list[int], choic
     return real[-1] if state is None else state
 
 
-def state_table(episodes: EpisodeBatch, completion_ids: torch.Tensor, choice: str,
-                special_ids: set[int] | frozenset[int] = frozenset()) -> torch.Tensor:
+def state_table(
+    episodes: EpisodeBatch,
+    completion_ids: torch.Tensor,
+    choice: str,
+    special_ids: set[int] | frozenset[int] = frozenset(),
+) -> torch.Tensor:
     """Completion-token position of every episode's state: [B, Lmax] long, -1 where a row has no
     such episode (Lmax = the largest episode id + 1). ``completion_ids`` [B, T] are the ids that
     ``episodes`` was segmented from; ``special_ids`` are never chosen except by ``episode_end``."""
@@ -63,7 +67,9 @@ def state_table(episodes: EpisodeBatch, completion_ids: torch.Tensor, choice: st
         raise ValueError(f"cf_state must be one of {list(STATE_CHOICES)}, got {choice!r}")
     episode_ids = episodes.episode_ids
     rows, slots, ends, num_slots = episode_end_positions(episode_ids)
-    table = torch.full((episode_ids.shape[0], num_slots), -1, dtype=torch.long, device=episode_ids.device)
+    table = torch.full(
+        (episode_ids.shape[0], num_slots), -1, dtype=torch.long, device=episode_ids.device
+    )
     if choice == "episode_end":
         table[rows, slots] = ends
         return table
@@ -71,7 +77,9 @@ def state_table(episodes: EpisodeBatch, completion_ids: torch.Tensor, choice: st
     for row, slot in zip(rows.tolist(), slots.tolist()):
         offsets = episodes.offsets[row]
         tokens = [t for t, e in enumerate(owner[row]) if e == slot]
-        real = [t for t in tokens if offsets[t][1] > offsets[t][0] and ids[row][t] not in special_ids]
+        real = [
+            t for t in tokens if offsets[t][1] > offsets[t][0] and ids[row][t] not in special_ids
+        ]
         table[row, slot] = _episode_state(episodes.texts[row], offsets, tokens, real, choice)
     return table
 

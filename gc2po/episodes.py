@@ -20,7 +20,8 @@ class EpisodeBatch:
     used_fallback: list[bool]  # no episode tag found (blank-line fallback)
     num_episodes: list[int]
     texts: list[str]
-    offsets: list[list[tuple[int, int]]] = field(default_factory=list)  # per row: each token's char span
+    # per row: each token's (start, end) character span in its text
+    offsets: list[list[tuple[int, int]]] = field(default_factory=list)
 
 
 def segment_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Tensor, max_episodes: int = 32) -> EpisodeBatch:

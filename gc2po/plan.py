@@ -113,7 +113,8 @@ def runs(config: dict) -> dict[str, Run]:
             raise ValueError(f"sweeps: unknown key {key!r}; valid: {list(SWEEP_KEYS)}")
         for method in config.get("sweep_methods") or SWEEP_METHODS[:1]:
             if method not in SWEEP_METHODS:
-                raise ValueError(f"sweep_methods: {method!r} has no lambda sweep; valid: {list(SWEEP_METHODS)}")
+                raise ValueError(f"sweep_methods: {method!r} has no lambda sweep; "
+                                 f"valid: {list(SWEEP_METHODS)}")
             for value in values:
                 label = f"{method}_{key}_{value}"
                 out[label] = Run(label, method, {key: value}, ablation, seeds(method))

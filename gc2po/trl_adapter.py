@@ -204,8 +204,10 @@ class GC2POTrainer(GRPOTrainer):
         return self._last_segmentation.episode_ids
 
     def _state_table(self, completion_ids: torch.Tensor) -> torch.Tensor:
-        """Where each episode's state u is read (``cf_state``) in the last segmented batch [B, Lmax]."""
-        return episode_states.state_table(self._last_segmentation, completion_ids, self.args.cf_state,
+        """Where each episode's state u is read (``cf_state``) in the last segmented batch:
+        [B, Lmax] completion positions."""
+        return episode_states.state_table(self._last_segmentation, completion_ids,
+                                          self.args.cf_state,
                                           set(self.processing_class.all_special_ids))
 
     def _record_episode_metrics(self, mask: torch.Tensor, mode: str):

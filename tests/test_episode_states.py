@@ -9,14 +9,19 @@ import torch
 from gc2po.episode_states import STATE_CHOICES, flatten, state_table
 from gc2po.episodes import episode_end_positions, segment_completions
 
-TEXTS = ["<episode_1>3+4=7</episode_1><episode_2>7*2=14</episode_2>\\boxed{14}",
-         "<episode_1>5-2=3 and no closing tag \\boxed{3}",
-         "no tags at all"]
+TEXTS = [
+    "<episode_1>3+4=7</episode_1><episode_2>7*2=14</episode_2>\\boxed{14}",
+    "<episode_1>5-2=3 and no closing tag \\boxed{3}",
+    "no tags at all",
+]
 
 
 def encode(tokenizer, texts, eos=True):
-    rows = [tokenizer(t, add_special_tokens=False)["input_ids"] + ([tokenizer.eos_token_id] if eos else [])
-            for t in texts]
+    rows = [
+        tokenizer(t, add_special_tokens=False)["input_ids"]
+        + ([tokenizer.eos_token_id] if eos else [])
+        for t in texts
+    ]
     width = max(map(len, rows))
     ids = torch.tensor([r + [tokenizer.pad_token_id or 0] * (width - len(r)) for r in rows])
     mask = torch.tensor([[i < len(r) for i in range(width)] for r in rows])
@@ -38,7 +43,9 @@ def picked(tokenizer, choice, texts=TEXTS):
 def test_each_choice_reads_its_token(fast_tokenizer):
     eos = fast_tokenizer.eos_token_id
     ends, _, _ = picked(fast_tokenizer, "episode_end")
-    assert ends[(0, 0)][0].endswith("</episode_1>") and ends[(0, 1)][1] == eos  # the paper's: EOS last
+    assert (
+        ends[(0, 0)][0].endswith("</episode_1>") and ends[(0, 1)][1] == eos
+    )  # the paper's: EOS last
     tags, _, _ = picked(fast_tokenizer, "closing_tag")
     assert tags[(0, 0)][0].endswith("</episode_1>") and tags[(0, 1)][0].endswith("</episode_2>")
     content, _, _ = picked(fast_tokenizer, "last_content")
@@ -61,7 +68,10 @@ def test_episode_end_is_the_paper_state_the_trainer_always_read(fast_tokenizer):
     _, table, episodes = picked(fast_tokenizer, "episode_end")
     rows, slots, positions, num_slots = episode_end_positions(episodes.episode_ids)
     flat = flatten(table)
-    assert all(torch.equal(a, b) for a, b in zip(flat[:3], (rows, slots, positions))) and flat[3] == num_slots
+    assert (
+        all(torch.equal(a, b) for a, b in zip(flat[:3], (rows, slots, positions)))
+        and flat[3] == num_slots
+    )
 
 
 def test_an_unknown_choice_fails_naming_the_setting(fast_tokenizer):

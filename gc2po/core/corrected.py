@@ -42,7 +42,9 @@ def _weighted_stat(grouped: torch.Tensor, which: str) -> torch.Tensor:
     total = share.sum((1, 2)).clamp(min=1e-12)  # number of completions with at least one token
     mean = (share * value).sum((1, 2)) / total
     if which == "std":
-        mean = ((share * (value - mean[:, None, None]).pow(2)).sum((1, 2)) / total).clamp(min=0).sqrt()
+        mean = (
+            ((share * (value - mean[:, None, None]).pow(2)).sum((1, 2)) / total).clamp(min=0).sqrt()
+        )
     return mean.unsqueeze(1).expand(-1, grouped.shape[1])
 
 
@@ -89,17 +91,32 @@ def additive_token_advantages(
     in_episode = tokens & (episode_ids >= 0)
     ep = episode_ids.long().clamp(min=0)
     r_cf = torch.nan_to_num(r_cf.double(), nan=0.0, posinf=0.0, neginf=0.0)
-    outcome = group_normalised(r_out.double(), row_index, group_size, gather=gather)  # [B], 0 if unscored
+    outcome = group_normalised(
+        r_out.double(), row_index, group_size, gather=gather
+    )  # [B], 0 if unscored
 
     tokens_per_ep = torch.zeros_like(r_cf).scatter_add_(-1, ep, in_episode.double())  # [B, Lmax]
     share = tokens_per_ep / tokens_per_ep.sum(-1, keepdim=True).clamp(min=1)
     pairs = torch.stack([share, r_cf], dim=1)  # [B, 2, Lmax]
-    mean, std = (group_normalised(pairs, row_index, group_size, gather=gather,
-                                  estimator=lambda grouped, w=which: _weighted_stat(grouped, w))
-                 for which in ("mean", "std"))  # [B] each
-    z = ((r_cf - mean.unsqueeze(-1)) / std.clamp(min=std_floor).unsqueeze(-1)).clamp(-z_clip, z_clip)
+    mean, std = (
+        group_normalised(
+            pairs,
+            row_index,
+            group_size,
+            gather=gather,
+            estimator=lambda grouped, w=which: _weighted_stat(grouped, w),
+        )
+        for which in ("mean", "std")
+    )  # [B] each
+    z = ((r_cf - mean.unsqueeze(-1)) / std.clamp(min=std_floor).unsqueeze(-1)).clamp(
+        -z_clip, z_clip
+    )
 
-    bonus = torch.where(in_episode, lambda_cf * z.gather(-1, ep), torch.zeros_like(z.gather(-1, ep)))
+    bonus = torch.where(
+        in_episode, lambda_cf * z.gather(-1, ep), torch.zeros_like(z.gather(-1, ep))
+    )
     adv = torch.where(tokens, outcome.unsqueeze(-1) + bonus, torch.zeros_like(bonus))
     sequence = outcome + lambda_cf * (share * z).sum(-1)
-    return CorrectedAdvantages(adv.float(), outcome, torch.where(scored, sequence, torch.zeros_like(sequence)))
+    return CorrectedAdvantages(
+        adv.float(), outcome, torch.where(scored, sequence, torch.zeros_like(sequence))
+    )

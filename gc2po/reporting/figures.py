@@ -166,7 +166,8 @@ def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: l
     _save(fig, ax, out_png)
 
 
-def lambda_ablation(points: dict[tuple, dict[float, list[Path]]], benchmark: str, out_png: str | Path):
+def lambda_ablation(points: dict[tuple, dict[float, list[Path]]], benchmark: str,
+                    out_png: str | Path):
     """pass@1 on ``benchmark`` against lambda_exp and lambda_cf: ``{(base, form, "lambda_exp"):
     {0.0: [summaries per seed], ...}}`` with form ``gc2po`` (the paper's) or ``gc2po_add`` (the
     corrected one; its points are squares); mean over seeds with 95% error bars."""
@@ -216,7 +217,8 @@ def learning_curves(curves: Series, benchmarks: list[str], out_png: str | Path) 
     return plotted
 
 
-LENGTH_KEYS = {"completions/mean_length": "completion length (tokens)", "episodes/mean_count": "episodes per completion"}
+LENGTH_KEYS = {"completions/mean_length": "completion length (tokens)",
+               "episodes/mean_count": "episodes per completion"}
 
 
 def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
@@ -241,10 +243,12 @@ def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
                       label=_label(base, run, bases) if ax is axes[0][-1] else None)
                 plotted.setdefault(f"{base}/{run}", {})[key] = len(steps)
         if first[key]:
-            ax.axhline(float(np.mean(first[key])), color=method_colour("base"), linestyle="--", linewidth=1,
-                       label=f"{method_name('base')} (step-1 samples)" if ax is axes[0][-1] else None)
+            label = f"{method_name('base')} (step-1 samples)" if ax is axes[0][-1] else None
+            ax.axhline(float(np.mean(first[key])), color=method_colour("base"), linestyle="--",
+                       linewidth=1, label=label)
         else:
-            ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center", transform=ax.transAxes)
+            ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center",
+                    transform=ax.transAxes)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("training step")
         ax.set_ylabel(ylabel)

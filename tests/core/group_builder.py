@@ -22,8 +22,8 @@ def build(completions: list[Completion], width: int | None = None):
     for k, (_, eps) in enumerate(completions):
         t = 0
         for index, (n, value, surprise) in enumerate(eps):
-            ids[k, t:t + n] = index
-            logps[k, t:t + n] = -surprise
+            ids[k, t : t + n] = index
+            logps[k, t : t + n] = -surprise
             r_cf[k, index] = value
             t += n
     r_out = torch.tensor([float(r) for r, _ in completions])
@@ -43,7 +43,7 @@ def split(completion: Completion, index: int, new_value: float | None = None) ->
     n, value, surprise = eps[index]
     first = n // 2
     second = (n - first, value if new_value is None else new_value, surprise)
-    return r, eps[:index] + [(first, value, surprise), second] + eps[index + 1:]
+    return r, eps[:index] + [(first, value, surprise), second] + eps[index + 1 :]
 
 
 @st.composite
@@ -51,7 +51,9 @@ def completions(draw, min_size=2, max_size=6, min_tokens=1) -> list[Completion]:
     """A group of completions with R_out in {0, 1} and R_cf >= 0 (the paper's ranges)."""
     group = []
     for _ in range(draw(st.integers(min_size, max_size))):
-        episodes = [(draw(st.integers(min_tokens, 6)), draw(st.floats(0, 2)), draw(st.floats(0.05, 4)))
-                    for _ in range(draw(st.integers(1, 4)))]
+        episodes = [
+            (draw(st.integers(min_tokens, 6)), draw(st.floats(0, 2)), draw(st.floats(0.05, 4)))
+            for _ in range(draw(st.integers(1, 4)))
+        ]
         group.append((float(draw(st.integers(0, 1))), episodes))
     return group

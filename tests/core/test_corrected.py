@@ -19,8 +19,9 @@ KW = dict(std_floor=0.1, z_clip=3.0)
 
 def corrected(group, lambda_cf, **kwargs):
     r_out, ids, r_cf, _, mask = build(group)
-    return additive_token_advantages(r_out, ids, r_cf, mask, group_size=len(group), lambda_cf=lambda_cf,
-                                     **{**KW, **kwargs})
+    return additive_token_advantages(
+        r_out, ids, r_cf, mask, group_size=len(group), lambda_cf=lambda_cf, **{**KW, **kwargs}
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -28,7 +29,9 @@ def corrected(group, lambda_cf, **kwargs):
 def test_lambda_cf_zero_is_grpo_exactly(group, bad_cf):
     r_out, ids, r_cf, _, mask = build(group)
     r_cf[0, 0] = bad_cf  # R_cf does not matter at lambda_cf = 0, whatever it holds
-    adv = additive_token_advantages(r_out, ids, r_cf, mask, group_size=len(group), lambda_cf=0.0, **KW)
+    adv = additive_token_advantages(
+        r_out, ids, r_cf, mask, group_size=len(group), lambda_cf=0.0, **KW
+    )
     grpo = grpo_advantage(r_out.unsqueeze(0)).squeeze(0).unsqueeze(-1).expand_as(mask)
     torch.testing.assert_close(adv.token_advantages[mask], grpo[mask], atol=1e-6, rtol=0)
     assert (adv.token_advantages[~mask] == 0).all()
@@ -40,10 +43,14 @@ def test_no_slope_in_length_or_episode_count_at_equal_content(group, lambda_cf, 
     base = corrected(group, lambda_cf).sequence_advantages
     k = data.draw(st.integers(0, len(group) - 1))
     longer = [stretch(c, factor) if i == k else c for i, c in enumerate(group)]
-    torch.testing.assert_close(corrected(longer, lambda_cf).sequence_advantages, base, atol=1e-9, rtol=0)
+    torch.testing.assert_close(
+        corrected(longer, lambda_cf).sequence_advantages, base, atol=1e-9, rtol=0
+    )
     index = data.draw(st.integers(0, len(group[k][1]) - 1))
     more = [split(c, index) if i == k else c for i, c in enumerate(group)]  # equal R_cf halves
-    torch.testing.assert_close(corrected(more, lambda_cf).sequence_advantages, base, atol=1e-9, rtol=0)
+    torch.testing.assert_close(
+        corrected(more, lambda_cf).sequence_advantages, base, atol=1e-9, rtol=0
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -86,17 +93,26 @@ def test_noise_in_r_cf_alone_moves_advantages_by_little():
 
 
 @settings(max_examples=200, deadline=None)
-@given(completions(), st.lists(st.sampled_from([0.0, 1.0, float("nan"), float("inf"), -float("inf")]),
-                               min_size=6, max_size=6),
-       st.sampled_from([0.0, float("nan"), float("inf"), -float("inf")]), st.booleans())
+@given(
+    completions(),
+    st.lists(
+        st.sampled_from([0.0, 1.0, float("nan"), float("inf"), -float("inf")]),
+        min_size=6,
+        max_size=6,
+    ),
+    st.sampled_from([0.0, float("nan"), float("inf"), -float("inf")]),
+    st.booleans(),
+)
 def test_no_nan_for_any_input(group, rewards, bad_cf, zero_vectors):
     r_out, ids, r_cf, _, mask = build(group)
-    r_out = torch.tensor(rewards[:len(group)])
+    r_out = torch.tensor(rewards[: len(group)])
     r_cf[0, 0] = bad_cf
     if zero_vectors:
         r_cf.zero_(), mask[0].zero_()
     for mask_as in (mask, mask.float(), mask.int()):
-        result = additive_token_advantages(r_out, ids, r_cf, mask_as, group_size=len(group), lambda_cf=0.8, **KW)
+        result = additive_token_advantages(
+            r_out, ids, r_cf, mask_as, group_size=len(group), lambda_cf=0.8, **KW
+        )
         adv = result.token_advantages
         assert torch.isfinite(adv).all() and torch.isfinite(result.sequence_advantages).all()
         assert (adv[~mask] == 0).all()
@@ -104,11 +120,23 @@ def test_no_nan_for_any_input(group, rewards, bad_cf, zero_vectors):
 
 
 def test_rows_split_over_processes_give_the_same_advantages():
-    group = [(1.0, [(3, 0.5, 1.0)]), (0.0, [(2, 0.2, 1.0), (2, 0.9, 1.0)]), (1.0, [(4, 1.1, 1.0)]),
-             (0.0, [(1, 0.1, 1.0)])]
+    group = [
+        (1.0, [(3, 0.5, 1.0)]),
+        (0.0, [(2, 0.2, 1.0), (2, 0.9, 1.0)]),
+        (1.0, [(4, 1.1, 1.0)]),
+        (0.0, [(1, 0.1, 1.0)]),
+    ]
     r_out, ids, r_cf, _, mask = build(group)
     whole = additive_token_advantages(r_out, ids, r_cf, mask, group_size=2, lambda_cf=0.8, **KW)
     order = torch.tensor([3, 0, 2, 1])  # rows shuffled as TRL's loss micro-batches may hold them
-    shuffled = additive_token_advantages(r_out[order], ids[order], r_cf[order], mask[order], group_size=2,
-                                         lambda_cf=0.8, row_index=order, **KW)
+    shuffled = additive_token_advantages(
+        r_out[order],
+        ids[order],
+        r_cf[order],
+        mask[order],
+        group_size=2,
+        lambda_cf=0.8,
+        row_index=order,
+        **KW,
+    )
     torch.testing.assert_close(shuffled.token_advantages, whole.token_advantages[order])

@@ -143,9 +143,11 @@ if LEARNING_CURVE:
 
 # the length figure's runs (report.length_runs; default: GRPO, the paper's GC2PO and the corrected
 # one, those of them the config trains)
-LENGTH_RUNS = config["report"].get("length_runs") or [r for r in ("grpo", "gc2po", "gc2po_add") if r in RUNS]
+LENGTH_RUNS = (config["report"].get("length_runs")
+               or [r for r in ("grpo", "gc2po", "gc2po_add") if r in RUNS])
 if set(LENGTH_RUNS) - set(RUNS):
-    raise ValueError(f"report.length_runs: {sorted(set(LENGTH_RUNS) - set(RUNS))} are not runs of this config")
+    raise ValueError(f"report.length_runs: {sorted(set(LENGTH_RUNS) - set(RUNS))} "
+                     "are not runs of this config")
 
 CHECKPOINTS = [f"{j.output_dir}/final" for j in JOBS.values()]
 TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"],

@@ -43,7 +43,8 @@ with logged(sm) as log:
                             "lambda_cf": {0.0: f"{form}_no_rcf", 0.8: form}}
             for key, named in sweep_points.items():
                 named = {**named, **{v: f"{form}_{key}_{v}" for v in p.sweeps.get(key, [])}}
-                found = {value: evals[(base, run, first)] for value, run in named.items() if (base, run, first) in evals}
+                found = {value: evals[(base, run, first)] for value, run in named.items()
+                         if (base, run, first) in evals}
                 if found or form == "gc2po":
                     points[(base, form, key)] = found
     figures.lambda_ablation(points, first, sm.output.lambda_ablation)

@@ -13,9 +13,15 @@ from gc2po.reporting import figures  # noqa: E402
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
-    runs = defaultdict(list)  # (base, run) -> metrics per seed; .../runs/{base}/{run}/seed{k}/metrics.jsonl
+    runs = defaultdict(
+        list
+    )  # (base, run) -> metrics per seed; .../runs/{base}/{run}/seed{k}/metrics.jsonl
     for path in sorted(map(Path, sm.input.metrics)):
         runs[(path.parents[2].name, path.parents[1].name)].append(path)
     order = {run: i for i, run in enumerate(sm.params.runs)}
-    runs = dict(sorted(runs.items(), key=lambda item: (sm.params.bases.index(item[0][0]), order[item[0][1]])))
+    runs = dict(
+        sorted(
+            runs.items(), key=lambda item: (sm.params.bases.index(item[0][0]), order[item[0][1]])
+        )
+    )
     log("length figure:", json.dumps(figures.length_and_episodes(runs, sm.output[0])))
