@@ -244,6 +244,11 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
          r"computes its advantages in the loss forward.*steps_per_generation to 1"),
         ("gc2po", {"multi_objective_aggregation": "normalize_then_sum"}, r"multi_objective_aggregation must be"),
         ("gc2po", {"cf_eps_u": 0.0}, r"cf_eps_u must be > 0"),
+        ("gc2po", {"cf_state": "eos"}, r"cf_state must be one of \['episode_end', 'closing_tag'"),
+        ("grpo", {"cf_state": "result"}, r"cf_state applies to the GC2PO methods only"),
+        ("gc2po_add", {"cf_std_floor": 0.0}, r"cf_std_floor must be > 0"),
+        ("gc2po_add", {"cf_z_clip": -1.0}, r"cf_z_clip must be > 0"),
+        ("gc2po_add_no_rcf", {"lambda_cf": 0.5}, r"fixes lambda_cf=0.0"),
     ],
 )
 def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
@@ -261,6 +266,17 @@ def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
 def test_bad_run_keys_fail(override, match, tmp_path):
     with pytest.raises(ValueError, match=match):
         build_args({"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "trainer": SMALL, **override})
+
+
+def test_each_gc2po_form_reads_its_own_state_unless_told(tmp_path):
+    def state(method, **trainer):
+        run = {"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "method": method,
+               "trainer": {**SMALL, **trainer}}
+        return build_args(run).cf_state
+
+    # the paper's form keeps the state it always read; the corrected one reads the step's result
+    assert (state("gc2po"), state("gc2po_add"), state("grpo")) == ("episode_end", "result", "episode_end")
+    assert state("gc2po", cf_state="last_content") == "last_content"
 
 
 def test_method_definitions_are_applied_over_defaults(tmp_path):
