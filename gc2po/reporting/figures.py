@@ -227,8 +227,10 @@ def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
     mean of every run's first step, whose completions were sampled before any update (a dashed
     grey line). Returns, per run, the steps plotted per key and the base values."""
     fig, axes = plt.subplots(1, len(LENGTH_KEYS), figsize=(9, 3.2), squeeze=False)
+    fig.subplots_adjust(wspace=0.35)  # room for the second panel's y label
     bases, plotted, first = _bases(runs), {}, {key: [] for key in LENGTH_KEYS}
     for ax, (key, ylabel) in zip(axes[0], LENGTH_KEYS.items()):
+        every_step = set()
         for (base, run), paths in runs.items():
             by_step = defaultdict(list)
             for path in paths:
@@ -238,6 +240,7 @@ def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
                 first[key] += [float(r[key]) for r in records[:1]]
             if by_step:
                 steps = sorted(by_step)
+                every_step.update(steps)
                 _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run),
                       style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
                       label=_label(base, run, bases) if ax is axes[0][-1] else None)
@@ -249,7 +252,10 @@ def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
         else:
             ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center",
                     transform=ax.transAxes)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if 0 < len(every_step) <= 10:  # a short run: one tick per step
+            ax.set_xticks(sorted(every_step))
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("training step")
         ax.set_ylabel(ylabel)
     fig.suptitle("Completion length and episodes per completion over training", fontsize=9)

@@ -32,10 +32,11 @@ METHOD_NAMES: dict[str, str] = {
 }
 BASE_NAME = "Base model"
 
-# tab10 first (distinct hues for the eight Table 1 methods), then tab20's light tones.
+# tab10 first (distinct hues for the eight Table 1 methods), then tab20's light tones for the
+# ablations, a dark hue for the corrected GC2PO, and spares for labels outside the registry.
 _PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#d62728",
-            "#bcbd22", "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5",
-            "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
+            "#bcbd22", "#aec7e8", "#ffbb78", "#393b79", "#98df8a", "#c5b0d5", "#c49c94",
+            "#f7b6d2", "#9edae5", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
 METHOD_COLOURS: dict[str, str] = {m: _PALETTE[i] for i, m in enumerate(METHOD_NAMES)}
 BASE_COLOUR = "#7f7f7f"
 
