@@ -18,7 +18,8 @@ import torch
 
 from gc2po.core.advantages import grpo_advantage, trajectory_token_rewards
 from gc2po.core.counterfactual import counterfactual_reward
-from gc2po.episodes import episode_end_positions, segment_completions
+from gc2po.episode_states import STATE_CHOICES, flatten, state_table
+from gc2po.episodes import segment_completions
 from gc2po.testbed.oracle import GROUPS, grade
 
 REWARDS = ("r_out", "s_sta", "s_exp", "r_cf", "gc2po_score", "gc2po_advantage", "grpo_advantage")
@@ -46,10 +47,14 @@ class AuditConfig:
     trunc_frac: float = 0.05
     answer_topk: int = 64
     study_draws: int = 5  # independent noise draws per perturbation setting of the study
+    cf_state: str = "episode_end"  # the states of r_cf and the GC2PO score (gc2po.episode_states)
 
     def __post_init__(self):
         if not (isinstance(self.study_draws, int) and self.study_draws >= 1):
             raise ValueError(f"audit study_draws must be an integer >= 1, got {self.study_draws!r}")
+        if self.cf_state not in STATE_CHOICES:
+            raise ValueError(f"audit cf_state must be one of {list(STATE_CHOICES)}, "
+                             f"got {self.cf_state!r}")
 
 
 def spec_name(spec: list[dict]) -> str:
@@ -84,31 +89,39 @@ def score_rows(model, tokenizer, problems, prompt_texts, generations, config: Au
                grid: list[list[dict]] | None = None) -> pd.DataFrame:
     """One row per completion with the oracle's f, p, group and every reward (and, for each
     perturbation of ``grid``, that variant's R_cf)."""
-    completion_ids = [g.token_ids for g in generations]
+    # a finished completion ends with EOS in training (TRL keeps it in the completion mask), so
+    # it does here: every cf_state choice then reads the state training reads
+    eos = [tokenizer.eos_token_id]
+    completion_ids = [g.token_ids + eos * bool(g.finished) for g in generations]
     logps, states = completion_states(model, tokenizer, [prompt_texts[g.prompt_index] for g in generations], completion_ids)
     width = logps.shape[1]
     ids = torch.tensor([c + [tokenizer.pad_token_id] * (width - len(c)) for c in completion_ids])
     mask = torch.tensor([[t < len(c) for t in range(width)] for c in completion_ids])
     episodes = segment_completions(tokenizer, ids, mask)
-    rows_idx, slots, positions, num_slots = episode_end_positions(episodes.episode_ids)
-    u = states[rows_idx, positions]
-    group_index = torch.tensor([g.prompt_index for g in generations])[rows_idx]
     weight = model.get_output_embeddings().weight.detach()
+    prompt_of = torch.tensor([g.prompt_index for g in generations])
+    special = set(tokenizer.all_special_ids)
 
-    def per_completion(values: torch.Tensor) -> torch.Tensor:
+    def per_completion(values: torch.Tensor, rows_idx, slots, num_slots) -> torch.Tensor:
         table = torch.zeros(len(generations), num_slots)
         table[rows_idx, slots] = values
         counts = torch.zeros(len(generations)).index_add_(0, rows_idx, torch.ones_like(values))
         means = torch.zeros(len(generations)).index_add_(0, rows_idx, values) / counts.clamp(min=1)
         return table, means
 
-    def cf(spec, seed):
-        return counterfactual_reward(u, weight, perturbation=spec, num_samples=config.num_samples, tau=config.tau,
-                                     lambda_exp=config.lambda_exp, eps_u=1e-6, answer_space="topk", topk=config.answer_topk,
-                                     generator=torch.Generator().manual_seed(seed), group_index=group_index)
+    def cf_at(choice: str, spec, seed):
+        """R_cf at the states ``choice`` picks, through the trainer's function: (per-episode
+        result, [N, Lmax] table, per-completion mean, the states' (rows, slots, Lmax))."""
+        rows_idx, slots, positions, num_slots = flatten(state_table(episodes, ids, choice, special))
+        result = counterfactual_reward(
+            states[rows_idx, positions], weight, perturbation=spec, num_samples=config.num_samples,
+            tau=config.tau, lambda_exp=config.lambda_exp, eps_u=1e-6, answer_space="topk",
+            topk=config.answer_topk, generator=torch.Generator().manual_seed(seed),
+            group_index=prompt_of[rows_idx])
+        where = (rows_idx, slots, num_slots)
+        return (result, *per_completion(result.r_cf, *where), where)
 
-    main = cf(config.perturbation, config.seed)
-    r_cf_table, r_cf_mean = per_completion(main.r_cf)
+    main, r_cf_table, r_cf_mean, where = cf_at(config.cf_state, config.perturbation, config.seed)
     oracle = [grade(problems[g.prompt_index], g.text, p_threshold=config.p_threshold) for g in generations]
     r_out = torch.tensor([float(o.f) for o in oracle])
     _, traj = trajectory_token_rewards(r_out, episodes.episode_ids, r_cf_table, logps, mask,
@@ -120,16 +133,19 @@ def score_rows(model, tokenizer, problems, prompt_texts, generations, config: Au
         "sample_index": [g.sample_index for g in generations],
         "f": [o.f for o in oracle], "p": [o.p for o in oracle], "group": [o.group for o in oracle],
         "episodes": episodes.num_episodes, "fallback": episodes.used_fallback,
-        "r_out": r_out.tolist(), "s_sta": per_completion(main.s_sta)[1].tolist(),
-        "s_exp": per_completion(main.s_exp)[1].tolist(), "r_cf": r_cf_mean.tolist(),
+        "r_out": r_out.tolist(), "s_sta": per_completion(main.s_sta, *where)[1].tolist(),
+        "s_exp": per_completion(main.s_exp, *where)[1].tolist(), "r_cf": r_cf_mean.tolist(),
         "gc2po_score": traj.float().tolist(),
     })
     frame["gc2po_advantage"] = _group_normalise(frame, "gc2po_score")
     frame["grpo_advantage"] = _group_normalise(frame, "r_out")
+    for choice in STATE_CHOICES:  # one noise seed for every choice: they differ by the state only
+        frame[f"r_cf@{choice}"] = cf_at(choice, config.perturbation, config.seed)[2].tolist()
     for index, spec in enumerate(grid or []):  # every (setting, draw) has its own noise seed
         for draw in range(config.study_draws):
             seed = config.seed + 1 + index * config.study_draws + draw
-            frame[f"r_cf[{spec_name(spec)}]#{draw}"] = per_completion(cf(spec, seed).r_cf)[1].tolist()
+            column = f"r_cf[{spec_name(spec)}]#{draw}"
+            frame[column] = cf_at(config.cf_state, spec, seed)[2].tolist()
     return frame
 
 
@@ -186,7 +202,32 @@ def summarise(frame: pd.DataFrame, rewards=REWARDS) -> dict:
                         "spearman_f": spearman(frame[r], frame.f), "spearman_p": spearman(frame[r], frame.p),
                         "partial_p_given_f": partial_correlation(frame[r], frame.p, frame.f)} for r in rewards}
     overall = {r: [float(frame[r].mean()), float(frame[r].std(ddof=0))] for r in rewards}
-    return {"completions": len(frame), "overall": overall, "groups": groups, "correlations": correlations}
+    return {"completions": len(frame), "overall": overall, "groups": groups,
+            "correlations": correlations, "state_choices": state_choice_study(frame)}
+
+
+def state_choice_study(frame: pd.DataFrame, num_resamples: int = 1000, seed: int = 0) -> dict:
+    """For each cf_state choice (columns ``r_cf@<choice>``): cor(R_cf, p | f) with a 95% CI from a
+    bootstrap over problems (a problem's completions are resampled together: they share a
+    prompt, so they are not independent), and cor(R_cf, p)."""
+    columns = [c for c in frame.columns if c.startswith("r_cf@")]
+    if not columns:
+        return {}
+    problems = frame.problem_id.to_numpy()
+    members = [np.flatnonzero(problems == value) for value in pd.unique(problems)]
+    rng = np.random.default_rng(seed)
+    resamples = [np.concatenate([members[i] for i in rng.integers(0, len(members), len(members))])
+                 for _ in range(num_resamples)]
+    out = {}
+    for column in columns:
+        x, p, f = (frame[c].to_numpy(dtype=float) for c in (column, "p", "f"))
+        boot = np.array([partial_correlation(x[i], p[i], f[i]) for i in resamples])
+        boot = boot[np.isfinite(boot)]
+        low, high = np.quantile(boot, [0.025, 0.975]).tolist() if boot.size else [float("nan")] * 2
+        out[column.removeprefix("r_cf@")] = {
+            "partial_p_given_f": partial_correlation(x, p, f), "ci_low": low, "ci_high": high,
+            "pearson_p": pearson(x, p)}
+    return out
 
 
 def perturbation_study(frame: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from gc2po.core.counterfactual import (
     build_perturbation,
     spec_from_fields,
 )
+from gc2po.episode_states import STATE_CHOICES
 from gc2po.methods import METHODS, get_method
 
 PRECISIONS = ("bf16-mixed", "bf16", "fp32")
@@ -58,6 +59,14 @@ class GC2POConfig(GRPOConfig):
         adv_clip (`float`, defaults to `10.0`): token advantages are clamped to [-adv_clip, adv_clip].
         episode_weight_norm (`str`, defaults to `"sum"`): surprise weights sum to 1 per episode
             (`"sum"`, the paper) or average 1 (`"mean"`, no incentive to emit many short episodes).
+        cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
+            `gc2po.episode_states.STATE_CHOICES`; `None` takes the method's (`"episode_end"` for
+            `gc2po`, which reads EOS for the last episode; `"result"` for the corrected
+            `gc2po_add`).
+        cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
+            R_cf.
+        cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to
+            +-cf_z_clip.
 
         > Training machinery
 
@@ -106,6 +115,10 @@ class GC2POConfig(GRPOConfig):
     trunc_frac: float = _help("Fraction of token rewards dropped at each tail.", 0.05)
     adv_clip: float = _help("Token advantages are clamped to [-adv_clip, adv_clip].", 10.0)
     episode_weight_norm: str = _help(f"One of {list(EPISODE_WEIGHT_NORMS)}.", "sum")
+    cf_state: str | None = _help(f"Token whose state is u for R_cf, one of {list(STATE_CHOICES)}; "
+                                 "None: the method's.")
+    cf_std_floor: float = _help("Corrected GC2PO: floor on the group std of R_cf.", 0.1)
+    cf_z_clip: float = _help("Corrected GC2PO: R_cf z-scores are clamped to +-cf_z_clip.", 3.0)
     sampling_ratio_pass: bool = _help("Extra no-grad pass for old log-probs (sampling-ratio metric).", False)
     fast_generation: bool = _help("Prefill each prompt once, run unfinished rows only (same tokens).", True)
     max_consecutive_skipped_steps: int = _help("Non-finite steps in a row that stop the run.", 3)
@@ -127,6 +140,11 @@ class GC2POConfig(GRPOConfig):
         method = get_method(self.method)
         for key, value in method.fixed.items():
             setattr(self, key, value)
+        if self.cf_state is None:
+            self.cf_state = method.cf_state
+        if self.cf_state != "episode_end" and not method.needs_cf:
+            raise ValueError(f"cf_state applies to the GC2PO methods only; method {self.method!r} "
+                             "reads episode ends")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {self.precision!r}")
         self.bf16, self.fp16 = self.precision != "fp32", False
@@ -140,6 +158,9 @@ class GC2POConfig(GRPOConfig):
             ("episode_weight_norm", self.episode_weight_norm in EPISODE_WEIGHT_NORMS,
              f"one of {list(EPISODE_WEIGHT_NORMS)}"),
             ("trunc_frac", 0 <= self.trunc_frac < 0.5, "in [0, 0.5)"), ("adv_clip", self.adv_clip > 0, "> 0"),
+            ("cf_state", self.cf_state in STATE_CHOICES, f"one of {list(STATE_CHOICES)}"),
+            ("cf_std_floor", self.cf_std_floor > 0, "> 0"),
+            ("cf_z_clip", self.cf_z_clip > 0, "> 0"),
             ("max_consecutive_skipped_steps", self.max_consecutive_skipped_steps >= 1, ">= 1"),
             ("multi_objective_aggregation", self.multi_objective_aggregation == "sum_then_normalize",
              "'sum_then_normalize' (R_out is the weighted sum of the reward functions)"),

@@ -6,7 +6,7 @@ Shared by the trainer and the reward audit; built on the pure functions of ``gc2
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -20,12 +20,14 @@ class EpisodeBatch:
     used_fallback: list[bool]  # no episode tag found (blank-line fallback)
     num_episodes: list[int]
     texts: list[str]
+    # per row: each token's (start, end) character span in its text
+    offsets: list[list[tuple[int, int]]] = field(default_factory=list)
 
 
 def segment_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Tensor, max_episodes: int = 32) -> EpisodeBatch:
     """Segment each completion [B, T] (right-padded, ``mask`` True on real tokens)."""
     episode_ids = torch.full_like(completion_ids, -1)
-    fallbacks, counts, texts = [], [], []
+    fallbacks, counts, texts, all_offsets = [], [], [], []
     for row in range(completion_ids.shape[0]):
         n = int(mask[row].sum())
         text, offsets = decode_with_offsets(tokenizer, completion_ids[row, :n].tolist())
@@ -33,10 +35,11 @@ def segment_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Ten
         fallbacks.append(seg.used_fallback)
         counts.append(len(seg.spans))
         texts.append(text)
+        all_offsets.append(offsets)
         offsets_t = torch.tensor(offsets, dtype=torch.long).reshape(-1, 2)
         ids = token_episode_ids(offsets_t, seg.spans, torch.ones(n, dtype=torch.bool))
         episode_ids[row, :n] = ids.to(completion_ids.device)
-    return EpisodeBatch(episode_ids, fallbacks, counts, texts)
+    return EpisodeBatch(episode_ids, fallbacks, counts, texts, all_offsets)
 
 
 def episode_end_positions(episode_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
@@ -114,6 +117,7 @@ class CaptureRequest:
     the trainer's ``_get_per_token_logps_and_entropies``); filled in by that pass."""
 
     episode_ids: torch.Tensor | None = None  # known in the loss pass; segmented from the ids otherwise
+    state_positions: torch.Tensor | None = None  # [B, Lmax] where u is read (gc2po.episode_states)
     inputs: dict | None = None  # the loss micro-batch whose advantages the pass computes
     done: bool = False
     states: EpisodeStates | None = None

@@ -24,6 +24,7 @@ from gc2po.config_schema import one_line
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
 SWEEP_KEYS = ("lambda_exp", "lambda_cf")
+SWEEP_METHODS = ("gc2po", "gc2po_add")  # the paper's form (the default) and the corrected one
 
 
 def deep_update(base: dict, overlay: dict) -> dict:
@@ -112,9 +113,13 @@ def runs(config: dict) -> dict[str, Run]:
     for key, values in (config.get("sweeps") or {}).items():
         if key not in SWEEP_KEYS:
             raise ValueError(f"sweeps: unknown key {key!r}; valid: {list(SWEEP_KEYS)}")
-        for value in values:
-            label = f"gc2po_{key}_{value}"
-            out[label] = Run(label, "gc2po", {key: value}, ablation, seeds("gc2po"))
+        for method in config.get("sweep_methods") or SWEEP_METHODS[:1]:
+            if method not in SWEEP_METHODS:
+                raise ValueError(f"sweep_methods: {method!r} has no lambda sweep; "
+                                 f"valid: {list(SWEEP_METHODS)}")
+            for value in values:
+                label = f"{method}_{key}_{value}"
+                out[label] = Run(label, method, {key: value}, ablation, seeds(method))
     for label, variant in (config.get("variants") or {}).items():  # a method with other settings
         if label in out:
             raise ValueError(f"variants.{label}: the label is already a run of this config")

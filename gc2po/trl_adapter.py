@@ -15,7 +15,7 @@ import torch
 from trl import GRPOTrainer
 from trl.models.utils import unwrap_model_for_generation
 
-from gc2po import episodes
+from gc2po import episode_states, episodes
 from gc2po.config import GC2POConfig
 from gc2po.core.counterfactual import counterfactual_reward
 from gc2po.distributed import gather_keyed_rows, gathered_lm_head
@@ -101,13 +101,15 @@ class GC2POTrainer(GRPOTrainer):
             batch.episode_ids = capture.episode_ids
         elif method.needs_episodes:
             batch.episode_ids = self._segment(output["completion_ids"], mask)
-        if batch.episode_ids is not None:
-            self._record_episode_metrics(mask, mode)
+        else:  # episode statistics for every method: the length figure compares GRPO with GC2PO
+            self._segment(output["completion_ids"], mask)
+        self._record_episode_metrics(mask, mode)
 
         output["gc2po_row_index"] = batch.row_index  # travels with each row through TRL's shuffle
         if method.needs_cf and args.advantages_in_loss_forward:
             # on-policy GC2PO: advantages are computed inside the loss forward (see class docstring)
             output.update(gc2po_rewards=batch.rewards, gc2po_episode_ids=batch.episode_ids,
+                          gc2po_state_positions=self._state_table(output["completion_ids"]),
                           advantages=torch.zeros_like(mask, dtype=torch.float32))
             return output
         if method.needs_cf:
@@ -149,7 +151,9 @@ class GC2POTrainer(GRPOTrainer):
         if capture.episode_ids is None:
             capture.episode_ids = self._segment(input_ids[:, -logits_to_keep:],
                                                 attention_mask[:, -logits_to_keep:].bool())
-        rows, slots, positions, num_slots = episodes.episode_end_positions(capture.episode_ids)
+        if capture.state_positions is None:
+            capture.state_positions = self._state_table(input_ids[:, -logits_to_keep:])
+        rows, slots, positions, num_slots = episode_states.flatten(capture.state_positions)
         hook = StateCapture(rows, positions, logits_to_keep)
         unwrapped = self.accelerator.unwrap_model(model)
         handle = getattr(unwrapped, unwrapped.base_model_prefix).register_forward_hook(hook)
@@ -211,6 +215,13 @@ class GC2POTrainer(GRPOTrainer):
         self._last_segmentation = episodes.segment_completions(self.processing_class, completion_ids, mask, max_episodes)
         return self._last_segmentation.episode_ids
 
+    def _state_table(self, completion_ids: torch.Tensor) -> torch.Tensor:
+        """Where each episode's state u is read (``cf_state``) in the last segmented batch:
+        [B, Lmax] completion positions."""
+        return episode_states.state_table(self._last_segmentation, completion_ids,
+                                          self.args.cf_state,
+                                          set(self.processing_class.all_special_ids))
+
     def _record_episode_metrics(self, mask: torch.Tensor, mode: str):
         """Formatting compliance (the paper's) and episode statistics of the last segmentation."""
         seg = self._last_segmentation
@@ -246,7 +257,8 @@ class GC2POTrainer(GRPOTrainer):
     # -- loss ----------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
         if "gc2po_episode_ids" in inputs:
-            self._capture = CaptureRequest(episode_ids=inputs["gc2po_episode_ids"], inputs=inputs)
+            self._capture = CaptureRequest(episode_ids=inputs["gc2po_episode_ids"], inputs=inputs,
+                                           state_positions=inputs["gc2po_state_positions"])
         try:
             if self.method.loss is not None:
                 ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)

@@ -6,7 +6,8 @@ Adding a method: write its advantage function in a module of this package, decor
 
 from __future__ import annotations
 
-from gc2po.methods import gc2po, gcpo, grpo, gvpo, mrt, rest_mcts  # noqa: F401  (registers the methods)
+# importing a module registers its methods
+from gc2po.methods import gc2po, gc2po_corrected, gcpo, grpo, gvpo, mrt, rest_mcts  # noqa: F401
 from gc2po.methods.base import METHODS, Method, RolloutBatch, get_method, register_method
 
 __all__ = ["METHODS", "Method", "RolloutBatch", "get_method", "register_method"]

@@ -67,6 +67,7 @@ class Method:
     fidelity: str = "as in the paper"
     loss: LossFn | None = None  # replaces TRL's clipped loss when set (GVPO)
     max_episodes_field: str = "max_episodes"
+    cf_state: str = "episode_end"  # the default token whose state R_cf reads (gc2po.episode_states)
 
     def __post_init__(self):
         if self.loss_type not in LOSS_TYPES:

@@ -42,7 +42,7 @@ def _label(base: str, run: str, bases: list[str]) -> str:
 
 
 def _bases(series) -> list[str]:
-    return list(dict.fromkeys(base for base, _ in series))
+    return list(dict.fromkeys(key[0] for key in series))  # keys start with the base model
 
 
 def legend_overlaps_axes(fig, ax) -> bool:
@@ -187,21 +187,27 @@ def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: l
     _save(fig, ax, out_png)
 
 
-def lambda_ablation(points: dict[tuple[str, str], dict[float, list[Path]]], benchmark: str, out_png: str | Path):
-    """pass@1 on ``benchmark`` against lambda_exp and lambda_cf: ``{(base, "lambda_exp"): {0.0:
-    [summaries per seed], ...}}``; mean over seeds with 95% error bars."""
+def lambda_ablation(points: dict[tuple, dict[float, list[Path]]], benchmark: str,
+                    out_png: str | Path):
+    """pass@1 on ``benchmark`` against lambda_exp and lambda_cf: ``{(base, form, "lambda_exp"):
+    {0.0: [summaries per seed], ...}}`` with form ``gc2po`` (the paper's) or ``gc2po_add`` (the
+    corrected one; its points are squares); mean over seeds with 95% error bars."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
     bases = _bases(points)
-    colours = {"lambda_exp": method_colour("gc2po_no_sexp"), "lambda_cf": method_colour("gc2po_no_rcf")}
-    for (base, key), series in points.items():
+    ablation = {"lambda_exp": "no_sexp", "lambda_cf": "no_rcf"}  # lambda = 0: the ablation's colour
+    forms = list(dict.fromkeys(form for _, form, _ in points))
+    for (base, form, key), series in points.items():
         xs = sorted(series)
         percents = [[100 * v for v in _summary_values(series[x], "pass@1")] for x in xs]
         stats = np.array([interval_within(values, PERCENT) for values in percents])
         errors = np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]])
-        ax.errorbar(xs, stats[:, 0], yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), marker="o",
-                    capsize=3, color=colours[key], linestyle=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
-                    label=key if len(bases) == 1 else f"{base}: {key}")
-    ax.set_xlabel("lambda (0 = the ablation; the paper's value = GC2PO)")
+        label = key if len(forms) == 1 else f"{method_name(form)}: {key}"
+        ax.errorbar(xs, stats[:, 0], yerr=None if np.isnan(errors).all() else np.nan_to_num(errors),
+                    marker="o" if form == "gc2po" else "s", capsize=3,
+                    color=method_colour(f"{form}_{ablation[key]}"),
+                    linestyle=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                    label=label if len(bases) == 1 else f"{base}: {label}")
+    ax.set_xlabel("lambda (0 = the ablation; the paper's value = the method's default)")
     ax.set_ylabel(f"pass@1 on {benchmark_name(benchmark)} (%)")
     ax.set_title("lambda_exp and lambda_cf")
     _save(fig, ax, out_png)
@@ -232,3 +238,49 @@ def learning_curves(curves: Series, benchmarks: list[str], out_png: str | Path) 
     fig.suptitle("Learning curves: step 0 is the base model; bands are 95% CIs over seeds", fontsize=9)
     _save(fig, axes[0][-1], out_png)
     return plotted
+
+
+LENGTH_KEYS = {"completions/mean_length": "completion length (tokens)",
+               "episodes/mean_count": "episodes per completion"}
+
+
+def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
+    """Completion length and episodes per completion over training (metrics.jsonl keys
+    ``LENGTH_KEYS``), one panel each, mean over seeds with a 95% band. The base model is the
+    mean of every run's first step, whose completions were sampled before any update (a dashed
+    grey line). Returns, per run, the steps plotted per key and the base values."""
+    fig, axes = plt.subplots(1, len(LENGTH_KEYS), figsize=(9, 3.2), squeeze=False)
+    fig.subplots_adjust(wspace=0.35)  # room for the second panel's y label
+    bases, plotted, first = _bases(runs), {}, {key: [] for key in LENGTH_KEYS}
+    for ax, (key, ylabel) in zip(axes[0], LENGTH_KEYS.items()):
+        every_step = set()
+        for (base, run), paths in runs.items():
+            by_step = defaultdict(list)
+            for path in paths:
+                records = [r for r in read_metrics(path) if key in r and "loss" in r]
+                for record in records:
+                    by_step[record["step"]].append(float(record[key]))
+                first[key] += [float(r[key]) for r in records[:1]]
+            if by_step:
+                steps = sorted(by_step)
+                every_step.update(steps)
+                _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run),
+                      style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                      label=_label(base, run, bases) if ax is axes[0][-1] else None)
+                plotted.setdefault(f"{base}/{run}", {})[key] = len(steps)
+        if first[key]:
+            label = f"{method_name('base')} (step-1 samples)" if ax is axes[0][-1] else None
+            ax.axhline(float(np.mean(first[key])), color=method_colour("base"), linestyle="--",
+                       linewidth=1, label=label)
+        else:
+            ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center",
+                    transform=ax.transAxes)
+        if 0 < len(every_step) <= 10:  # a short run: one tick per step
+            ax.set_xticks(sorted(every_step))
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("training step")
+        ax.set_ylabel(ylabel)
+    fig.suptitle("Completion length and episodes per completion over training", fontsize=9)
+    _save(fig, axes[0][-1], out_png)
+    return {"plotted": plotted, "base": {k: float(np.mean(v)) for k, v in first.items() if v}}

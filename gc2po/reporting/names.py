@@ -20,16 +20,23 @@ METHOD_NAMES: dict[str, str] = {
     "dr_grpo": "Dr.GRPO",
     "gcpo": "GCPO",
     "mrt": "MRT",
-    "gc2po": "GC2PO",
-    "gc2po_no_sexp": "GC2PO w/o S_exp",
-    "gc2po_no_ssta": "GC2PO w/o S_sta",
-    "gc2po_no_rcf": "GC2PO w/o R_cf",
+    "gc2po": "GC2PO (paper)",
+    "gc2po_no_sexp": "GC2PO (paper) w/o S_exp",
+    "gc2po_no_ssta": "GC2PO (paper) w/o S_sta",
+    "gc2po_no_rcf": "GC2PO (paper) w/o R_cf",
+    # a departure from the paper (gc2po.core.corrected), labelled so in every table and figure
+    "gc2po_add": "GC2PO (corrected, additive)",
+    "gc2po_add_no_sexp": "GC2PO (corrected) w/o S_exp",
+    "gc2po_add_no_ssta": "GC2PO (corrected) w/o S_sta",
+    "gc2po_add_no_rcf": "GC2PO (corrected) w/o R_cf",
 }
 BASE_NAME = "Base model"
 
-# tab10 first (distinct hues for the eight Table 1 methods), then tab20's light tones.
+# tab10 first (distinct hues for the eight Table 1 methods), then tab20's light tones for the
+# ablations, a dark hue for the corrected GC2PO, and spares for labels outside the registry.
 _PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#d62728",
-            "#bcbd22", "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5"]
+            "#bcbd22", "#aec7e8", "#ffbb78", "#393b79", "#98df8a", "#c5b0d5", "#c49c94",
+            "#f7b6d2", "#9edae5", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
 METHOD_COLOURS: dict[str, str] = {m: _PALETTE[i] for i, m in enumerate(METHOD_NAMES)}
 BASE_COLOUR = "#7f7f7f"
 
@@ -50,7 +57,7 @@ BENCHMARK_NAMES: dict[str, str] = {
     "folio": "FOLIO",
 }
 
-_SWEEP = re.compile(r"^gc2po_(lambda_exp|lambda_cf)_(.+)$")
+_SWEEP = re.compile(r"^(gc2po|gc2po_add)_(lambda_exp|lambda_cf)_(.+)$")
 
 
 def method_name(run: str) -> str:
@@ -61,7 +68,8 @@ def method_name(run: str) -> str:
         return METHOD_NAMES[run]
     sweep = _SWEEP.match(run)
     if sweep:
-        return f"GC2PO ({sweep.group(1)} = {sweep.group(2)})"
+        form = "paper" if sweep.group(1) == "gc2po" else "corrected, additive"
+        return f"GC2PO ({form}, {sweep.group(2)} = {sweep.group(3)})"
     return run
 
 

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -13,8 +14,10 @@ from gc2po.audit import (
     perturbation_study,
     score_rows,
     spearman,
+    state_choice_study,
     summarise,
 )
+from gc2po.episode_states import STATE_CHOICES
 from gc2po.evaluation.backends import Generation
 from gc2po.testbed.generator import Problem, solution_text
 
@@ -93,6 +96,12 @@ def test_score_rows_on_handwritten_completions(tiny_model_dir):
                    "r_cf[dropout(p=0.5)]#1"):
         assert torch.isfinite(torch.tensor(frame[column].to_numpy())).all(), column
     assert frame.gc2po_advantage.sum() == pytest.approx(0.0, abs=1e-6)  # group-normalised
+    # R_cf at every cf_state choice, through the trainer's state function; episode_end (the
+    # configured default) is the main r_cf, read at EOS for the last episode as in training
+    for choice in STATE_CHOICES:
+        assert torch.isfinite(torch.tensor(frame[f"r_cf@{choice}"].to_numpy())).all(), choice
+    assert frame["r_cf@episode_end"].tolist() == pytest.approx(frame.r_cf.tolist())
+    assert not frame["r_cf@episode_end"].equals(frame["r_cf@result"])
     # the two draws of the study use different noise (dropout p 0.5 of the states)
     assert not frame["r_cf[dropout(p=0.5)]#0"].equals(frame["r_cf[dropout(p=0.5)]#1"])
 
@@ -100,3 +109,18 @@ def test_score_rows_on_handwritten_completions(tiny_model_dir):
 def test_study_draws_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="study_draws must be an integer >= 1, got 0"):
         AuditConfig(study_draws=0)
+
+
+def test_state_choice_study_reports_each_choice_with_a_problem_bootstrap_ci():
+    rng = np.random.default_rng(0)
+    n_problems, k = 40, 4
+    f = rng.integers(0, 2, n_problems * k)
+    p = np.clip(0.5 * f + rng.normal(0, 0.3, f.size), 0, 1)
+    frame = pd.DataFrame({"problem_id": np.repeat(np.arange(n_problems), k), "f": f, "p": p,
+                          "r_cf@result": p + rng.normal(0, 0.1, f.size),  # tracks p within f
+                          "r_cf@episode_end": rng.normal(0, 1, f.size)})  # noise
+    study = state_choice_study(frame, num_resamples=300)
+    good, noise = study["result"], study["episode_end"]
+    assert good["partial_p_given_f"] == pytest.approx(partial_correlation(frame["r_cf@result"], p, f))
+    assert 0.8 < good["ci_low"] <= good["partial_p_given_f"] <= good["ci_high"] <= 1
+    assert noise["ci_low"] < 0 < noise["ci_high"]  # nothing there, and the interval says so

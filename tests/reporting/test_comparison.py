@@ -42,7 +42,7 @@ def test_markdown_names_the_methods_and_writes_the_csv(tmp_path):
     md, csv = tmp_path / "out" / "gc2po_vs_grpo.md", tmp_path / "out" / "gc2po_vs_grpo.csv"
     write_comparison(_files(tmp_path), "gc2po", "grpo", ["test_id"], md=md, csv=csv)
     text = md.read_text()
-    assert "| Base model | Benchmark | GC2PO | GRPO | GC2PO - GRPO [95% CI] |" in text
+    assert "| Base model | Benchmark | GC2PO (paper) | GRPO | GC2PO (paper) - GRPO [95% CI] |" in text
     assert "| testbed | Test (ID) | 75.0 | 50.0 | +25.0 [" in text
     assert csv.read_text().startswith("block,benchmark,mean_a,mean_b,diff,diff_ci_low,diff_ci_high,t_p,sign_flip_p")
 

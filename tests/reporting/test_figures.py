@@ -56,7 +56,7 @@ def test_curves_have_seed_bands_method_colours_and_outside_legends(tmp_path, dra
     figures.budget_curves(summaries, tmp_path / "b.png", "Budget")
     grad_ax, budget_ax = drawn
     # the same method, the same colour, in both figures, under its display name
-    assert line_colour(grad_ax, "GC2PO") == line_colour(budget_ax, "GC2PO") == method_colour("gc2po")
+    assert line_colour(grad_ax, "GC2PO (paper)") == line_colour(budget_ax, "GC2PO (paper)") == method_colour("gc2po")
     assert line_colour(budget_ax, "Base model") == method_colour("base")
     # one band (a filled polygon) per curve: 3 seeds give a 95% interval
     assert len(grad_ax.collections) == 2 and len(budget_ax.collections) == 2
@@ -132,3 +132,45 @@ def test_bands_and_error_bars_of_non_negative_quantities_stay_above_zero(tmp_pat
     for ax in drawn[1:]:
         lows = [path.vertices[:, 1].min() for c in ax.collections for path in c.get_paths()]
         assert lows and min(lows) == 0.0  # the token bar's error bar and the accuracy band end at 0
+
+
+def write_length_metrics(path, lengths, counts):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"step": i + 1, "loss": 0.1, "completions/mean_length": n,
+                                        "episodes/mean_count": c}) + "\n" for i, (n, c) in enumerate(zip(lengths, counts))))
+    return path
+
+
+def test_length_and_episodes_per_run_with_the_base_from_step_one(tmp_path, drawn):
+    # GRPO keeps its length, the paper form shortens and packs episodes, over 2 seeds each
+    runs = {("tb", "grpo"): [write_length_metrics(tmp_path / f"g{s}.jsonl", [30 + s, 30, 31], [3, 3, 3])
+                             for s in range(2)],
+            ("tb", "gc2po"): [write_length_metrics(tmp_path / f"p{s}.jsonl", [29 + s, 22, 15], [3, 3.5, 4])
+                              for s in range(2)],
+            ("tb", "gc2po_add"): [write_length_metrics(tmp_path / "a0.jsonl", [30, 30, 30], [3, 3, 3])]}
+    result = figures.length_and_episodes(runs, tmp_path / "length.png")
+    assert result["plotted"]["tb/gc2po"] == {"completions/mean_length": 3, "episodes/mean_count": 3}
+    # the base model: the mean of every run's first step (sampled before any update)
+    assert result["base"]["completions/mean_length"] == pytest.approx((30 + 31 + 29 + 30 + 30) / 5)
+    length_ax = drawn[0].figure.axes[0]
+    paper = next(line for line in length_ax.get_lines() if mcolors.to_hex(line.get_color()) == method_colour("gc2po"))
+    assert list(paper.get_ydata()) == pytest.approx([29.5, 22, 15])
+    labels = [t.get_text() for t in drawn[0].get_legend().get_texts()]
+    assert labels == ["GRPO", "GC2PO (paper)", "GC2PO (corrected, additive)", "Base model (step-1 samples)"]
+    assert not figures.legend_overlaps_axes(drawn[0].figure, drawn[0])
+    assert (tmp_path / "length.png").stat().st_size > 1000
+
+
+def test_lambda_figure_shows_the_paper_and_the_corrected_form_apart(tmp_path, drawn):
+    def seeds(run, accuracy):
+        return [write_summary(tmp_path / run / f"{s}.json", accuracy + 0.01 * s, 10) for s in range(2)]
+
+    points = {("tb", "gc2po", "lambda_cf"): {0.0: seeds("gc2po_no_rcf", 0.2), 0.8: seeds("gc2po", 0.25)},
+              ("tb", "gc2po_add", "lambda_cf"): {0.0: seeds("gc2po_add_no_rcf", 0.3), 0.8: seeds("gc2po_add", 0.35)}}
+    figures.lambda_ablation(points, "test_id", tmp_path / "lambda.png")
+    labels = [t.get_text() for t in drawn[0].get_legend().get_texts()]
+    assert labels == ["GC2PO (paper): lambda_cf", "GC2PO (corrected, additive): lambda_cf"]
+    lines = [line for line in drawn[0].get_lines() if line.get_marker() in ("o", "s")]
+    assert [mcolors.to_hex(line.get_color()) for line in lines] == [method_colour("gc2po_no_rcf"),
+                                                                    method_colour("gc2po_add_no_rcf")]
+    assert list(lines[1].get_ydata()) == pytest.approx([30.5, 35.5])

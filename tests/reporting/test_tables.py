@@ -60,7 +60,7 @@ def test_markdown_holds_cis_paired_differences_and_display_names(eval_root):
     cells = pd.read_csv(out["csv"])
     base_id = cells[(cells.model == "base") & (cells.benchmark == "test_id")].iloc[0]
     assert f"{base_id['mean']:.1f} [{base_id.ci_low:.1f}, {base_id.ci_high:.1f}]" in base_row
-    gc2po_row = next(line for line in md.splitlines() if line.startswith("| + GC2PO |"))
+    gc2po_row = next(line for line in md.splitlines() if line.startswith("| + GC2PO (paper) |"))
     gc2po_id = cells[(cells.model == "gc2po") & (cells.benchmark == "test_id")].iloc[0]
     assert f"(+{gc2po_id['diff']:.1f} [+{gc2po_id.diff_ci_low:.1f}, +{gc2po_id.diff_ci_high:.1f}])" in gc2po_row
     assert "temperature 0.6, top-p 0.95, at most 96 new tokens" in md and "testbed oracle" in md
@@ -87,7 +87,7 @@ def test_bold_marks_a_unique_best_and_no_tie(eval_root):
     out = write(eval_root, make_files(eval_root, standard_models()))
     md = out["md"].read_text().splitlines()
     rows = {line.split(" |")[0]: line for line in md if line.startswith("| +")}
-    assert rows["| + GC2PO"].count("**") == 2 * 3  # best in both benchmarks and the Average
+    assert rows["| + GC2PO (paper)"].count("**") == 2 * 3  # best in both benchmarks and the Average
     assert "**" not in rows["| + GRPO"] + rows["| + Dr.GRPO"]
     # now GRPO and Dr.GRPO tie at the top of test_longer: nobody is bold there
     models = standard_models()

@@ -53,7 +53,7 @@ def by_row(dump_dir: Path) -> dict[int, dict[int, tuple]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["gc2po", "grpo"])
+@pytest.mark.parametrize("method", ["gc2po", "gc2po_add", "grpo"])
 def test_accelerate_two_processes_with_a_split_group_equal_one_process(method, tiny_model_dir, testbed_train_file,
                                                                        tmp_path):
     helper = str(ROOT / "tests" / "training" / "distributed_helper.py")

@@ -17,6 +17,7 @@ from gc2po.core.baselines import (
     mrt_token_advantages,
     rest_selection,
 )
+from gc2po.core.corrected import additive_token_advantages
 from gc2po.methods import METHODS
 from gc2po.methods.mrt import boundaries
 from gc2po.train import build_args
@@ -26,6 +27,10 @@ from tests.training.conftest import SMALL, record_advantages
 def expected_advantages(method: str, batch, services_log: dict, config) -> torch.Tensor:
     """Each method's core entry point on the batch training saw (one process, rows in order)."""
     K, rewards = batch.group_size, batch.rewards
+    if method.startswith("gc2po_add"):
+        return additive_token_advantages(rewards, batch.episode_ids, batch.r_cf, batch.completion_mask, group_size=K,
+                                         lambda_cf=config.lambda_cf, std_floor=config.cf_std_floor,
+                                         z_clip=config.cf_z_clip, row_index=batch.row_index).token_advantages
     if METHODS[method].needs_cf:
         return gc2po_token_advantages(rewards, batch.episode_ids, batch.r_cf, batch.old_logps, batch.completion_mask,
                                       group_size=K, lambda_cf=config.lambda_cf, trunc_frac=config.trunc_frac,
@@ -111,6 +116,23 @@ def test_each_method_trains_and_its_advantages_are_its_core_entry_points(method,
     expected += {"mrt": ["mrt/progress_mean"], "gcpo": ["gcpo/upsilon_mean"], "rest_mcts": ["rest/selected_frac"]}.get(method, [])
     for key in expected:
         assert key in steps[0], f"{method}: metric {key} not logged"
+
+
+@pytest.mark.slow
+def test_corrected_gc2po_without_r_cf_is_grpo_through_the_trainer(small_run):
+    """The corrected GC2PO at lambda_cf = 0, trained: on the batch it saw (its R_cf nonzero), its
+    token advantages are what the GRPO method gives that batch, on every completion token."""
+    trainer = small_run("gc2po_add_no_rcf", out="corrected", max_steps=2, save_strategy="no")
+    calls = record_advantages(trainer)
+    trainer.train()
+    assert calls and all(batch.r_cf.abs().sum() > 0 for batch, _ in calls)
+    for batch, corrected in calls:
+        grpo, _ = METHODS["grpo"].advantages(batch, trainer.args)  # [B], one value per completion
+        mask = batch.completion_mask.bool()
+        torch.testing.assert_close(corrected[mask], grpo.unsqueeze(-1).expand_as(mask)[mask].float(), atol=1e-6,
+                                   rtol=0)
+    assert any(grpo_advantage(b.rewards.view(-1, b.group_size)).abs().sum() > 0 for b, _ in calls), \
+        "the test batches need groups with different rewards"
 
 
 def count_forwards(trainer) -> dict:
@@ -223,6 +245,11 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
          r"computes its advantages in the loss forward.*steps_per_generation to 1"),
         ("gc2po", {"multi_objective_aggregation": "normalize_then_sum"}, r"multi_objective_aggregation must be"),
         ("gc2po", {"cf_eps_u": 0.0}, r"cf_eps_u must be > 0"),
+        ("gc2po", {"cf_state": "eos"}, r"cf_state must be one of \['episode_end', 'closing_tag'"),
+        ("grpo", {"cf_state": "result"}, r"cf_state applies to the GC2PO methods only"),
+        ("gc2po_add", {"cf_std_floor": 0.0}, r"cf_std_floor must be > 0"),
+        ("gc2po_add", {"cf_z_clip": -1.0}, r"cf_z_clip must be > 0"),
+        ("gc2po_add_no_rcf", {"lambda_cf": 0.5}, r"fixes lambda_cf=0.0"),
     ],
 )
 def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
@@ -240,6 +267,17 @@ def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
 def test_bad_run_keys_fail(override, match, tmp_path):
     with pytest.raises(ValueError, match=match):
         build_args({"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "trainer": SMALL, **override})
+
+
+def test_each_gc2po_form_reads_its_own_state_unless_told(tmp_path):
+    def state(method, **trainer):
+        run = {"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "method": method,
+               "trainer": {**SMALL, **trainer}}
+        return build_args(run).cf_state
+
+    # the paper's form keeps the state it always read; the corrected one reads the step's result
+    assert (state("gc2po"), state("gc2po_add"), state("grpo")) == ("episode_end", "result", "episode_end")
+    assert state("gc2po", cf_state="last_content") == "last_content"
 
 
 def test_method_definitions_are_applied_over_defaults(tmp_path):

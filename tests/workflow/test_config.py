@@ -29,12 +29,15 @@ ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
     "grpo": "grpo_advantages", "dr_grpo": "dr_grpo_advantages", "length_penalty": "length_penalty_advantages_",
     "gvpo": "gvpo_advantages", "gcpo": "gcpo_advantages", "mrt": "mrt_advantages", "rest_mcts": "rest_advantages",
     "gc2po": "gc2po_advantages", "gc2po_no_sexp": "gc2po_advantages", "gc2po_no_ssta": "gc2po_advantages",
-    "gc2po_no_rcf": "gc2po_advantages",
+    "gc2po_no_rcf": "gc2po_advantages", "gc2po_add": "gc2po_add_advantages",
+    "gc2po_add_no_sexp": "gc2po_add_advantages", "gc2po_add_no_ssta": "gc2po_add_advantages",
+    "gc2po_add_no_rcf": "gc2po_add_advantages",
 }
 BETA = {"dr_grpo": 0.0, "gvpo": 0.0, "rest_mcts": 0.0, "gcpo": 0.06}  # what the methods fix; others: the config's
 LOSS = {"dr_grpo": "dr_grpo"}  # TRL loss aggregation; others: "grpo"
 FIXED_LAMBDAS = {"gc2po_no_sexp": ("lambda_exp", 0.0), "gc2po_no_ssta": ("lambda_sta", 0.0),
-                 "gc2po_no_rcf": ("lambda_cf", 0.0)}
+                 "gc2po_no_rcf": ("lambda_cf", 0.0), "gc2po_add_no_sexp": ("lambda_exp", 0.0),
+                 "gc2po_add_no_ssta": ("lambda_sta", 0.0), "gc2po_add_no_rcf": ("lambda_cf", 0.0)}
 
 
 def declared(config: dict, method: str, key: str, default):
@@ -62,9 +65,15 @@ def test_every_training_job_resolves_to_what_its_config_declares(name):
                                     sigma=declared(config, method, "perturbation_sigma", 0.1),
                                     alpha=declared(config, method, "perturbation_alpha", 0.3))
         assert args.perturbation_spec() == expected, (job, args.perturbation_spec())
-        if job.run.startswith("gc2po_lambda"):
-            key, value = job.run.removeprefix("gc2po_").rsplit("_", 1)
-            assert getattr(args, key) == float(value)
+        for form in ("gc2po_", "gc2po_add_"):  # the lambda sweeps of the paper's and the corrected form
+            if job.run.startswith(f"{form}lambda"):
+                key, value = job.run.removeprefix(form).rsplit("_", 1)
+                assert getattr(args, key) == float(value) and method == form[:-1], job
+        # where R_cf reads u: the paper's episode ends unless the run says otherwise; the
+        # corrected GC2PO reads the token before a step's result
+        if METHODS[method].needs_cf:
+            default = "result" if method.startswith("gc2po_add") else "episode_end"
+            assert args.cf_state == declared(config, method, "cf_state", default), job
     summary = run_summary(config)
     if name == "paper":
         assert {row["sequences_per_step"] for row in summary} == {256}  # "batch size 256"

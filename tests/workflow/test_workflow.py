@@ -61,7 +61,8 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert out.returncode == 0, out.stderr[-5000:]
     tables = work / "results" / "ci" / "tables"
     table1 = (tables / "table1.md").read_text()
-    assert "| testbed (base) |" in table1 and "| + GC2PO |" in table1 and "| + GRPO |" in table1
+    assert "| testbed (base) |" in table1 and "| + GC2PO (paper) |" in table1 and "| + GRPO |" in table1
+    assert "| + GC2PO (corrected, additive) |" in table1  # a departure from the paper, labelled so
     assert "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 new tokens" in table1
     csv = (tables / "table1.csv").read_text().splitlines()
     assert csv[0].startswith("block,model,benchmark,mean,ci_low,ci_high,diff,diff_ci_low,diff_ci_high")
@@ -71,7 +72,7 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     curve = (work / "results" / "ci" / "curves" / "testbed" / "gc2po" / "seed0.csv").read_text().splitlines()
     assert curve[0] == "step,benchmark,accuracy,problems,samples,model" and len(curve) == 1 + 2 * 2  # steps 0, 1
     for name in ("grad_norm", "sampling_ratio", "training_cost_testbed", "budget_curves", "token_usage",
-                 "lambda_ablation", "reward_audit", "learning_curves"):
+                 "lambda_ablation", "reward_audit", "learning_curves", "length_episodes"):
         assert (work / "results" / "ci" / "figures" / f"{name}.png").stat().st_size > 1000
         assert (work / "results" / "ci" / "figures" / f"{name}.pdf").exists()
     summary = json.loads((work / "results" / "ci" / "eval" / "testbed" / "grpo" / "seed0" /

@@ -143,6 +143,14 @@ if LEARNING_CURVE:
     if _missing:
         raise ValueError(f"evaluate.learning_curve.runs: {_missing} are not runs of this config")
 
+# the length figure's runs (report.length_runs; default: GRPO, the paper's GC2PO and the corrected
+# one, those of them the config trains)
+LENGTH_RUNS = (config["report"].get("length_runs")
+               or [r for r in ("grpo", "gc2po", "gc2po_add") if r in RUNS])
+if set(LENGTH_RUNS) - set(RUNS):
+    raise ValueError(f"report.length_runs: {sorted(set(LENGTH_RUNS) - set(RUNS))} "
+                     "are not runs of this config")
+
 CHECKPOINTS = [f"{j.output_dir}/final" for j in JOBS.values()]
 TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"],
                 ext=["md", "tex", "csv", "html"]) + \
@@ -150,5 +158,6 @@ TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalizat
 FIGURES = expand(f"{OUT}/figures/{{figure}}.png",
                  figure=["grad_norm", "sampling_ratio", "budget_curves", "token_usage", "lambda_ablation"]) + \
           expand(f"{OUT}/figures/training_cost_{{base}}.png", base=list(BASE_MODELS)) + \
-          ([f"{OUT}/figures/learning_curves.png"] if LEARNING_CURVE else [])
+          ([f"{OUT}/figures/learning_curves.png"] if LEARNING_CURVE else []) + \
+          ([f"{OUT}/figures/length_episodes.png"] if LENGTH_RUNS else [])
 REPORT_PAGES = [f"{OUT}/report/setup.html"]

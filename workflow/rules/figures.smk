@@ -22,6 +22,7 @@ rule figures:
         runs=RUNS,
         benchmarks=BENCHMARKS,
         sweeps=config.get("sweeps") or {},
+        sweep_methods=config.get("sweep_methods") or ["gc2po"],
     log:
         f"logs/{NAME}/figures.log",
     conda:
@@ -99,3 +100,26 @@ if LEARNING_CURVE:
             runtime=5,
         script:
             "../scripts/learning_curve_figure.py"
+
+
+if LENGTH_RUNS:
+
+    rule length_figure:  # completion length and episodes per completion over training
+        input:
+            metrics=metrics_files(LENGTH_RUNS),
+        output:
+            report(f"{OUT}/figures/length_episodes.png", caption="../report/length_episodes.rst",
+                   category="2 Training", subcategory="Curves"),
+        params:
+            runs=LENGTH_RUNS,
+            bases=list(BASE_MODELS),
+        log:
+            f"logs/{NAME}/length_figure.log",
+        conda:
+            "../envs/gc2po.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=5,
+        script:
+            "../scripts/length_figure.py"

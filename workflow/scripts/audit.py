@@ -22,7 +22,8 @@ with logged(sm) as log:
                                     sigma=t.get("perturbation_sigma", 0.1), alpha=t.get("perturbation_alpha", 0.3))
     config = AuditConfig(k=a.get("k", 8), seed=int(sm.wildcards.seed), max_new_tokens=a.get("max_new_tokens", 96),
                          perturbation=perturbation, lambda_exp=t.get("lambda_exp", 0.9), lambda_cf=t.get("lambda_cf", 0.8),
-                         study_draws=a.get("study_draws", 5))
+                         study_draws=a.get("study_draws", 5),
+                         cf_state=t.get("cf_state") or "episode_end")
     if not Path(sm.params.model).is_dir():
         raise ValueError(f"audit: {sm.params.model} does not exist: audit.checkpoint_steps must name steps whose "
                          "checkpoints the run keeps (train.trainer save_steps and save_total_limit)")
@@ -34,5 +35,7 @@ with logged(sm) as log:
     study = perturbation_study(frame) if sm.params.study else pd.DataFrame()
     study.to_csv(sm.output.study, index=False)
     log(json.dumps(summary["correlations"], indent=1))
+    log("cor(R_cf, p | f) per cf_state choice, 95% CI over problems:",
+        json.dumps(summary["state_choices"], indent=1))
     if sm.params.study:
         log(study.to_string())

@@ -35,13 +35,18 @@ with logged(sm) as log:
     figures.budget_curves({(b, m): paths for (b, m, bench), paths in evals.items() if bench == first},
                           sm.output.budget_curves, f"Token-budget curves ({first})")
     figures.token_usage(evals, p.benchmarks, sm.output.token_usage)
-    # lambda = 0 is the ablation method, the paper's value the gc2po run, the rest the sweeps
-    sweep_points = {"lambda_exp": {0.0: "gc2po_no_sexp", 0.9: "gc2po"}, "lambda_cf": {0.0: "gc2po_no_rcf", 0.8: "gc2po"}}
+    # lambda = 0 is the ablation method, the paper's value the method's own run, the rest the
+    # sweeps; for the paper's GC2PO and the corrected one (sweep_methods)
     points = {}
     for base in p.bases:
-        for key, named in sweep_points.items():
-            named = {**named, **{v: f"gc2po_{key}_{v}" for v in p.sweeps.get(key, [])}}
-            points[(base, key)] = {value: evals[(base, run, first)] for value, run in named.items()
-                                  if (base, run, first) in evals}
+        for form in p.sweep_methods:
+            sweep_points = {"lambda_exp": {0.0: f"{form}_no_sexp", 0.9: form},
+                            "lambda_cf": {0.0: f"{form}_no_rcf", 0.8: form}}
+            for key, named in sweep_points.items():
+                named = {**named, **{v: f"{form}_{key}_{v}" for v in p.sweeps.get(key, [])}}
+                found = {value: evals[(base, run, first)] for value, run in named.items()
+                         if (base, run, first) in evals}
+                if found or form == "gc2po":
+                    points[(base, form, key)] = found
     figures.lambda_ablation(points, first, sm.output.lambda_ablation)
-    log("lambda ablation points:", json.dumps({f"{b}/{k}": sorted(v) for (b, k), v in points.items()}))
+    log("lambda ablation points:", json.dumps({"/".join(k): sorted(v) for k, v in points.items()}))

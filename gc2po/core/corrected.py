@@ -1,0 +1,122 @@
+"""A corrected GC2PO (a departure from the paper, ``../shared/RESEARCH.md`` sections 1 and 3).
+
+The paper's token advantage ranks completions by R_out plus lambda_cf * sum_l R_cf over the
+number of tokens (``gc2po.core.advantages``): it rewards short completions with many episodes,
+gives every token its trajectory's sign, and is not GRPO at lambda_cf = 0. The additive form
+keeps the paper's intent (episodes judged by their counterfactual reward, inside a trajectory
+judged by its outcome) without those incentives:
+
+    A_out_k   = (R_out_k - mean_group) / (std_group + 1e-4)            (GRPO, unchanged)
+    s_{k,l}   = T_{k,l} / T_k                     (episode l's share of completion k's tokens)
+    m, sd     = mean and std of R_cf over the group's episodes, weighted by s (each completion
+                weighs 1 in total, however many episodes or tokens it has)
+    z_{k,l}   = clamp((R_cf_{k,l} - m) / max(sd, std_floor), -z_clip, z_clip)
+    A_{k,t}   = A_out_k + lambda_cf * z_{k,l(t)}
+
+Properties (tests/core/test_corrected.py): lambda_cf = 0 gives GRPO's advantages exactly; the
+sequence advantage (token mean of A) does not change when a completion's episodes are made
+longer or split into episodes of equal R_cf; |A - A_out| <= lambda_cf * z_clip; an episode's
+sign may differ from its trajectory's. The std floor keeps Monte-Carlo noise of R_cf (sd ~0.002)
+from being blown up to unit advantages in groups whose R_cf barely varies.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from gc2po.core.advantages import Gather, _check, group_normalised
+
+
+class CorrectedAdvantages(NamedTuple):
+    token_advantages: torch.Tensor  # [B, T] float32, 0 where masked or unscored
+    outcome_advantages: torch.Tensor  # [B] GRPO's A_out (float64)
+    sequence_advantages: torch.Tensor  # [B] token mean of A over the completion (float64)
+
+
+def _weighted_stat(grouped: torch.Tensor, which: str) -> torch.Tensor:
+    """[G, K, 2, Lmax] (token shares, R_cf) -> [G, K]: the group's share-weighted mean (or std)
+    of R_cf, repeated for each of its K rows."""
+    share, value = grouped[:, :, 0], grouped[:, :, 1]
+    total = share.sum((1, 2)).clamp(min=1e-12)  # number of completions with at least one token
+    mean = (share * value).sum((1, 2)) / total
+    if which == "std":
+        mean = (
+            ((share * (value - mean[:, None, None]).pow(2)).sum((1, 2)) / total).clamp(min=0).sqrt()
+        )
+    return mean.unsqueeze(1).expand(-1, grouped.shape[1])
+
+
+def additive_token_advantages(
+    r_out: torch.Tensor,
+    episode_ids: torch.Tensor,
+    r_cf: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    group_size: int,
+    lambda_cf: float,
+    std_floor: float,
+    z_clip: float,
+    row_index: torch.Tensor | None = None,
+    gather: Gather | None = None,
+) -> CorrectedAdvantages:
+    """The additive corrected GC2PO (module docstring).
+
+    Shapes: r_out [B] (NaN = unscored: advantage 0, left out of its group's statistics),
+    episode_ids [B,T] (-1 = no episode), r_cf [B,Lmax] (R_cf per episode; non-finite -> 0),
+    mask [B,T] (bool or 0/1 numbers) -> CorrectedAdvantages. ``row_index`` [B] and ``gather`` as
+    in :func:`gc2po.core.advantages.gc2po_token_advantages` (groups split over processes).
+    """
+    if not lambda_cf >= 0:
+        raise ValueError(f"lambda_cf must be >= 0, got {lambda_cf!r}")
+    if not std_floor > 0:
+        raise ValueError(f"std_floor must be > 0, got {std_floor!r}")
+    if not z_clip > 0:
+        raise ValueError(f"z_clip must be > 0, got {z_clip!r}")
+    if episode_ids.ndim != 2:
+        raise ValueError(f"episode_ids must have shape [B, T], got {list(episode_ids.shape)}")
+    batch, length = episode_ids.shape
+    _check("r_out", r_out, (batch,))
+    _check("mask", mask, (batch, length))
+    if r_cf.ndim != 2 or r_cf.shape[0] != batch or r_cf.shape[1] < 1:
+        raise ValueError(f"r_cf must have shape [{batch}, Lmax>=1], got {list(r_cf.shape)}")
+    if episode_ids.numel() and int(episode_ids.max()) >= r_cf.shape[1]:
+        raise ValueError(f"episode_ids hold an index >= Lmax={r_cf.shape[1]} (the width of r_cf)")
+    if row_index is None:
+        row_index = torch.arange(batch, device=r_out.device)
+
+    scored = torch.isfinite(r_out)
+    tokens = mask.bool() & scored.unsqueeze(-1)  # the tokens GRPO gives A_out
+    in_episode = tokens & (episode_ids >= 0)
+    ep = episode_ids.long().clamp(min=0)
+    r_cf = torch.nan_to_num(r_cf.double(), nan=0.0, posinf=0.0, neginf=0.0)
+    outcome = group_normalised(
+        r_out.double(), row_index, group_size, gather=gather
+    )  # [B], 0 if unscored
+
+    tokens_per_ep = torch.zeros_like(r_cf).scatter_add_(-1, ep, in_episode.double())  # [B, Lmax]
+    share = tokens_per_ep / tokens_per_ep.sum(-1, keepdim=True).clamp(min=1)
+    pairs = torch.stack([share, r_cf], dim=1)  # [B, 2, Lmax]
+    mean, std = (
+        group_normalised(
+            pairs,
+            row_index,
+            group_size,
+            gather=gather,
+            estimator=lambda grouped, w=which: _weighted_stat(grouped, w),
+        )
+        for which in ("mean", "std")
+    )  # [B] each
+    z = ((r_cf - mean.unsqueeze(-1)) / std.clamp(min=std_floor).unsqueeze(-1)).clamp(
+        -z_clip, z_clip
+    )
+
+    bonus = torch.where(
+        in_episode, lambda_cf * z.gather(-1, ep), torch.zeros_like(z.gather(-1, ep))
+    )
+    adv = torch.where(tokens, outcome.unsqueeze(-1) + bonus, torch.zeros_like(bonus))
+    sequence = outcome + lambda_cf * (share * z).sum(-1)
+    return CorrectedAdvantages(
+        adv.float(), outcome, torch.where(scored, sequence, torch.zeros_like(sequence))
+    )

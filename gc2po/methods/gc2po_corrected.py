@@ -1,0 +1,72 @@
+"""The corrected GC2PO (additive form) and its ablations: a departure from the paper
+(``gc2po.core.corrected``; ``../shared/RESEARCH.md`` sections 1 and 3).
+
+Chosen over the multiplicative GRPO-scaled form (A_t = A^ S'_l / s_k): that form gives every
+token its trajectory's sign, so inside a failed trajectory it pushes hardest on the episodes
+with the highest R_cf (the credit the paper wants to give them is inverted), and its ratio
+S'_l / s_k = R_cf_l / mean R_cf on a wrong trajectory has no bound. The additive form lets an
+episode's sign differ from its trajectory's (the paper's stated intent) with |A - A_GRPO| <=
+lambda_cf * z_clip.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gc2po.core.corrected import additive_token_advantages
+from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
+
+FIDELITY = (
+    "departure from the paper: additive GRPO + lambda_cf * group z-score of R_cf per episode, "
+    "no surprise weights, R_cf read at the token before a step's result (cf_state 'result')"
+)
+KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="result")
+
+
+@register_method(
+    "gc2po_add",
+    "GC2PO (corrected, additive): GRPO's advantage + lambda_cf * z(R_cf) per episode",
+    **KIND,
+)
+@register_method(
+    "gc2po_add_no_sexp",
+    "GC2PO (corrected, additive) w/o S_exp (lambda_exp = 0)",
+    fixed={"lambda_exp": 0.0},
+    **KIND,
+)
+@register_method(
+    "gc2po_add_no_ssta",
+    "GC2PO (corrected, additive) w/o S_sta (R_cf = lambda_exp S_exp)",
+    fixed={"lambda_sta": 0.0},
+    **KIND,
+)
+@register_method(
+    "gc2po_add_no_rcf",
+    "GC2PO (corrected, additive) w/o R_cf (lambda_cf = 0): exactly GRPO",
+    fixed={"lambda_cf": 0.0},
+    **KIND,
+)
+def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
+    """Token-level advantages of ``gc2po.core.corrected.additive_token_advantages``."""
+    result = additive_token_advantages(
+        batch.rewards,
+        batch.episode_ids,
+        batch.r_cf,
+        batch.completion_mask,
+        group_size=batch.group_size,
+        lambda_cf=config.lambda_cf,
+        std_floor=config.cf_std_floor,
+        z_clip=config.cf_z_clip,
+        row_index=batch.row_index,
+        gather=batch.gather,
+    )
+    adv, mask = result.token_advantages, batch.completion_mask.bool()
+    metrics = advantage_metrics(adv, mask)
+    metrics["advantages/sequence_std"] = (
+        result.sequence_advantages.float().std(unbiased=False).item()
+    )
+    # share of episode tokens whose sign differs from their trajectory's outcome advantage
+    outcome = result.outcome_advantages.float().unsqueeze(-1).expand_as(adv)
+    flipped = (adv * outcome < 0) & mask
+    metrics["advantages/sign_flip_frac"] = flipped.float().sum().item() / max(1, int(mask.sum()))
+    return adv, metrics

@@ -1,0 +1,27 @@
+"""Completion length and episodes per completion over training for the runs of
+report.length_runs (base model, GRPO, GC2PO as in the paper, the corrected GC2PO)."""
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from _common import logged  # noqa: E402
+
+from gc2po.reporting import figures  # noqa: E402
+
+sm = snakemake  # noqa: F821
+with logged(sm) as log:
+    runs = defaultdict(
+        list
+    )  # (base, run) -> metrics per seed; .../runs/{base}/{run}/seed{k}/metrics.jsonl
+    for path in sorted(map(Path, sm.input.metrics)):
+        runs[(path.parents[2].name, path.parents[1].name)].append(path)
+    order = {run: i for i, run in enumerate(sm.params.runs)}
+    runs = dict(
+        sorted(
+            runs.items(), key=lambda item: (sm.params.bases.index(item[0][0]), order[item[0][1]])
+        )
+    )
+    log("length figure:", json.dumps(figures.length_and_episodes(runs, sm.output[0])))
