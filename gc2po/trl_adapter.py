@@ -21,6 +21,7 @@ from gc2po.core.counterfactual import counterfactual_reward
 from gc2po.distributed import gather_keyed_rows, gathered_lm_head
 from gc2po.episodes import CaptureRequest, EpisodeStates, StateCapture
 from gc2po.methods import RolloutBatch, get_method
+from gc2po.ratio_guard import RatioGuard
 from gc2po.rewards import combined_rewards
 from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
 from gc2po.step_guard import NonFiniteStepGuard
@@ -50,6 +51,8 @@ class GC2POTrainer(GRPOTrainer):
         super().__init__(*args, **kwargs)
         self.method = get_method(self.args.method)
         self.step_guard = NonFiniteStepGuard(self.args.max_consecutive_skipped_steps)
+        self.ratio_guard = RatioGuard(self.args.ratio_guard_low, self.args.ratio_guard_high,
+                                      self.args.ratio_guard_patience)
         self.value_head = ValueHead(self.args.rest_value_lr, lambda t: self.accelerator.reduce(t, "mean"))
         self._capture: CaptureRequest | None = None
         self._warned_pad_in_prompt = False
@@ -70,6 +73,10 @@ class GC2POTrainer(GRPOTrainer):
             self._capture = CaptureRequest()  # TRL's own old-log-prob pass keeps the states
         output = super()._generate_and_score_completions(inputs)
         capture, self._capture = self._capture, None
+        if mode == "train" and self.use_vllm and args.vllm_importance_sampling_correction:
+            # TRL logged this generation batch's mean trainer/vLLM ratio (gathered over processes)
+            ratio = self._metrics["train"]["sampling/importance_sampling_ratio/mean"][-1]
+            self.ratio_guard.observe(self.state.global_step + 1, ratio)
         self._warn_if_prompts_hold_pad(output)
 
         mask = output["completion_mask"].bool()
