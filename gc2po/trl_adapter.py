@@ -27,6 +27,7 @@ from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, 
 from gc2po.step_guard import NonFiniteStepGuard
 from gc2po.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
 from gc2po.training_metrics import JsonlMetricsCallback, reduce_over_processes, sampling_ratios
+from gc2po.vllm_cpu_sync import needs_cpu_sync, use_cpu_sync
 
 __all__ = ["GC2POConfig", "GC2POTrainer"]
 
@@ -54,6 +55,8 @@ class GC2POTrainer(GRPOTrainer):
         self.ratio_guard = RatioGuard(self.args.ratio_guard_low, self.args.ratio_guard_high,
                                       self.args.ratio_guard_patience)
         self.value_head = ValueHead(self.args.rest_value_lr, lambda t: self.accelerator.reduce(t, "mean"))
+        if needs_cpu_sync(self.use_vllm, self.args.vllm_mode):
+            use_cpu_sync(self.vllm_generation)
         self._capture: CaptureRequest | None = None
         self._warned_pad_in_prompt = False
         if self.args.metrics_path:
