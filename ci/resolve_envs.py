@@ -39,7 +39,8 @@ def conda_combinations() -> dict[str, list[str]]:
     found = {}
     for path in sorted((ROOT / "workflow" / "envs").glob("*.yaml")):
         env = yaml.safe_load(path.read_text())
-        python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python="))
+        python = next(d for d in env["dependencies"]
+                      if isinstance(d, str) and d.startswith("python="))
         version = tuple(int(x) for x in python.split("=")[1].split(".")[:2])
         if version != PYTHON:
             raise SystemExit(f"{path.relative_to(ROOT)}: {python}, the checks resolve for {PYTHON}")

@@ -126,9 +126,9 @@ class GC2POConfig(GRPOConfig):
     rest_branches: int = _help("Continuations per branch point (ReST-MCTS*-lite).", 3)
     rest_min_value: float = _help("Minimum predicted step value to clone a rollout.", 0.2)
     rest_value_lr: float = _help("Learning rate of the ReST-MCTS* value head.", 1e-3)
-    ratio_guard_low: float = _help("Lower end of the band of the mean vLLM importance ratio.", 0.95)
-    ratio_guard_high: float = _help("Upper end of the band of the mean vLLM importance ratio.", 1.05)
-    ratio_guard_patience: int = _help("Steps in a row outside the ratio band that stop the run (0: off).", 3)
+    ratio_guard_low: float = _help("Low end of the mean vLLM importance ratio's band.", 0.95)
+    ratio_guard_high: float = _help("High end of the mean vLLM importance ratio's band.", 1.05)
+    ratio_guard_patience: int = _help("Steps in a row outside the band that stop the run.", 3)
 
     def __post_init__(self):
         method = get_method(self.method)
@@ -161,14 +161,16 @@ class GC2POConfig(GRPOConfig):
         if self.use_vllm and self.vllm_importance_sampling_correction:
             truncated = truncated_sampling_keys(self.top_p, self.top_k, self.min_p)
             if truncated:
-                raise ValueError(f"{truncated[0]}: with use_vllm and vllm_importance_sampling_correction, "
-                                 "training rollouts sample the full distribution (a truncated one biases "
-                                 "the importance ratio, TRL issue 6789)")
+                raise ValueError(
+                    f"{truncated[0]}: with use_vllm and vllm_importance_sampling_correction, "
+                    "training rollouts sample the full distribution (a truncated one biases "
+                    "the importance ratio, TRL issue 6789)")
         if self.use_vllm and self.vllm_enable_sleep_mode and not (
                 self.vllm_importance_sampling_correction and self.ratio_guard_patience > 0):
-            raise ValueError("vllm_enable_sleep_mode: true needs the ratio guard (ratio_guard_patience > 0 "
-                             "with vllm_importance_sampling_correction): stale weights after a wake-up "
-                             "would otherwise go unnoticed (TRL issue 5312)")
+            raise ValueError("vllm_enable_sleep_mode: true needs the ratio guard "
+                             "(ratio_guard_patience > 0 with vllm_importance_sampling_correction): "
+                             "stale weights after a wake-up would otherwise go unnoticed "
+                             "(TRL issue 5312)")
         super().__post_init__()
         self._check_batch_layout(method)
 

@@ -172,7 +172,8 @@ class VLLMBackend:
         except ImportError as err:  # pragma: no cover - depends on the machine
             raise RuntimeError("the vllm backend needs the gpu extra: pip install -e '.[gpu]'") from err
         on_gpu = torch.cuda.is_available()
-        self.llm = LLM(model=model_path, max_model_len=max_model_len, tensor_parallel_size=tensor_parallel_size,
+        self.llm = LLM(model=model_path, max_model_len=max_model_len,
+                       tensor_parallel_size=tensor_parallel_size,
                        dtype=dtype or ("auto" if on_gpu else "float32"), seed=0,
                        **engine_memory_kwargs(gpu_memory_utilization, on_gpu))
         self.tokenizer = self.llm.get_tokenizer()
@@ -192,7 +193,8 @@ class VLLMBackend:
         for i, result in enumerate(results):
             for s, completion in enumerate(result.outputs):
                 ids = completion_token_ids(completion.token_ids, self.tokenizer.eos_token_id)
-                out.append(Generation(i, s, completion.text, len(ids), completion.finish_reason != "length", ids))
+                finished = completion.finish_reason != "length"
+                out.append(Generation(i, s, completion.text, len(ids), finished, ids))
         return out
 
 

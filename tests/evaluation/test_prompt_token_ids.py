@@ -101,5 +101,6 @@ def test_vllm_engine_memory_on_cpu_is_a_fixed_kv_cache_not_a_share_of_ram():
     from gc2po.evaluation.backends import CPU_KV_CACHE_BYTES, engine_memory_kwargs
 
     assert engine_memory_kwargs(0.85, on_gpu=True, environ={}) == {"gpu_memory_utilization": 0.85}
-    assert engine_memory_kwargs(0.85, on_gpu=False, environ={}) == {"kv_cache_memory_bytes": CPU_KV_CACHE_BYTES}
+    cpu = engine_memory_kwargs(0.85, on_gpu=False, environ={})
+    assert cpu == {"kv_cache_memory_bytes": CPU_KV_CACHE_BYTES}
     assert engine_memory_kwargs(0.85, on_gpu=False, environ={"VLLM_CPU_KVCACHE_SPACE": "2"}) == {}

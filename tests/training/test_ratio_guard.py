@@ -15,7 +15,8 @@ from gc2po.config import GC2POConfig
 from gc2po.ratio_guard import RatioGuard, RatioMismatchError, truncated_sampling_keys
 
 ROOT = Path(__file__).resolve().parents[2]
-VLLM_RUN = dict(output_dir="unused", use_vllm=True, num_generations=2, per_device_train_batch_size=2)
+VLLM_RUN = dict(output_dir="unused", use_vllm=True, num_generations=2,
+                per_device_train_batch_size=2)
 
 
 def test_one_step_outside_warns_and_a_step_inside_resets_the_count():
@@ -62,7 +63,8 @@ def test_the_guard_never_passes_a_mean_outside_the_band(mean, patience):
 def test_truncated_sampling_keys():
     assert truncated_sampling_keys(1.0, 0, None) == []
     assert truncated_sampling_keys(1.0, -1, 0.0) == []
-    assert [k.split("=")[0] for k in truncated_sampling_keys(0.9, 50, 0.05)] == ["top_p", "top_k", "min_p"]
+    keys = [k.split("=")[0] for k in truncated_sampling_keys(0.9, 50, 0.05)]
+    assert keys == ["top_p", "top_k", "min_p"]
 
 
 @pytest.mark.parametrize(("key", "value"), [("top_p", 0.95), ("top_k", 20), ("min_p", 0.1)])

@@ -3,11 +3,14 @@ main suite): a testbed-shaped Llama whose head_dim is 32, the least vLLM's CPU a
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 import torch
 
+ROOT = Path(__file__).resolve().parents[2]
 os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")  # the CI machine's cores are shared
 
 
@@ -16,7 +19,8 @@ def vllm_model_dir(tmp_path_factory, fast_tokenizer):
     """2 layers, hidden 64, 2 heads (head_dim 32), tied embeddings, float32, random weights.
 
     The EOS embedding is scaled so that some greedy completions end at EOS within 16 tokens and
-    others run to the limit: the EOS handling of both backends is then exercised."""
+    others run to the limit on gsm8k questions: the EOS handling of both backends is then
+    exercised."""
     from transformers import AutoModelForCausalLM
 
     from gc2po.models import build_causal_lm
@@ -24,13 +28,16 @@ def vllm_model_dir(tmp_path_factory, fast_tokenizer):
     model = build_causal_lm(fast_tokenizer, hidden_size=64, num_layers=2, num_heads=2, seed=0)
     eos = fast_tokenizer.eos_token_id
     embedding = model.get_input_embeddings().weight
-    prompts = [fast_tokenizer(f"Compute {a} + {a + 3} =")["input_ids"] for a in range(12)]
+    problems = json.loads((ROOT / "data" / "benchmarks" / "gsm8k_test.json").read_text())[:32]
+    prompts = [fast_tokenizer.apply_chat_template([{"role": "user", "content": p["problem"]}],
+                                                  add_generation_prompt=True, tokenize=True,
+                                                  return_dict=True)["input_ids"] for p in problems]
     original = embedding[eos].detach().clone()
-    for scale in (1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0):
+    for scale in [1.25 ** k for k in range(1, 20)]:
         with torch.no_grad():
             embedding[eos] = original * scale
         ended = [eos in _greedy(model, ids, eos) for ids in prompts]
-        if 0 < sum(ended) < len(ended):
+        if 0.25 <= sum(ended) / len(ended) <= 0.75:
             break
     else:
         pytest.fail("no EOS scale gives a mix of finished and truncated greedy completions")

@@ -16,19 +16,21 @@ from tests.training.conftest import make_trainer
 
 pytestmark = pytest.mark.vllm_cpu
 ROOT = Path(__file__).resolve().parents[2]
-VLLM_TRAINING = dict(use_vllm=True, vllm_mode="colocate", max_steps=3, logging_steps=1, save_steps=10,
-                     per_device_train_batch_size=4, max_completion_length=12)
+VLLM_TRAINING = dict(use_vllm=True, vllm_mode="colocate", max_steps=3, logging_steps=1,
+                     save_steps=10, per_device_train_batch_size=4, max_completion_length=12)
 RATIO = "sampling/importance_sampling_ratio/mean"
 
 
 def _eval(model_dir, tmp_path, backend: str) -> list[dict]:
     config = {"backend": backend, "output_dir": str(tmp_path / backend), "batch_size": 8,
-              "sampling": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 16, "seed": 0},
+              "sampling": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 16,
+                           "seed": 0},
               "benchmarks": {"gsm8k": {"path": str(ROOT / "data/benchmarks/gsm8k_test.json"),
                                        "limit": 24, "seed": 0}}}
     path = tmp_path / f"{backend}.yaml"
     path.write_text(yaml.safe_dump(config))
-    assert main(["eval", "--config", str(path), "--model", str(model_dir), "--benchmark", "gsm8k"]) == 0
+    command = ["eval", "--config", str(path), "--model", str(model_dir), "--benchmark", "gsm8k"]
+    assert main(command) == 0
     [out] = (tmp_path / backend).rglob("gsm8k.jsonl")
     return [json.loads(line) for line in out.read_text().splitlines()]
 
@@ -37,7 +39,8 @@ def test_eval_backends_agree_greedy_in_float32_with_equal_token_counts(vllm_mode
                                                                        monkeypatch):
     # the backend sizes vLLM's CPU KV cache itself (no share of RAM, no env var needed)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
-    hf, vllm = _eval(vllm_model_dir, tmp_path, "transformers"), _eval(vllm_model_dir, tmp_path, "vllm")
+    hf = _eval(vllm_model_dir, tmp_path, "transformers")
+    vllm = _eval(vllm_model_dir, tmp_path, "vllm")
     assert len(hf) == len(vllm) == 24
     assert [s["completion"] for s in vllm] == [s["completion"] for s in hf]
     assert [s["tokens"] for s in vllm] == [s["tokens"] for s in hf]
