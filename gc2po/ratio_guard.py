@@ -2,7 +2,7 @@
 
 With vLLM generating and TRL's importance-sampling correction on, every step logs the mean
 per-token ratio pi_train / pi_vllm over the completions it trains on. When both engines hold the
-same weights it stays near 1 (0.987-1.011 measured on CPU, docs/benchmarks.md); weights that
+same weights it stays near 1 (inside [0.95, 1.05] in tests/vllm_cpu on CPU); weights that
 did not reach the engine (a skipped sync, the engine generating from stale weights after
 sleep/wake) or truncated sampling (top_p / top_k / min_p: vLLM's log-probs are those of the
 truncated distribution) move it away. One step outside the band warns; `patience` steps in a row

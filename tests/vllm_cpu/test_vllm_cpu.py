@@ -78,6 +78,7 @@ def test_colocated_training_keeps_engine_and_trainer_in_step(method, vllm_model_
         trainer.vllm_generation.generate = lambda **kw: calls.append(kw) or engine_generate(**kw)
     trainer.train()
     ratios = _ratios(trainer)
+    print(f"{method}: mean importance ratio per step {ratios}")  # shown by -rA in CI's log
     assert len(ratios) == 3 and all(0.95 <= r <= 1.05 for r in ratios), ratios
     if method == "mrt":  # rollouts (3) plus the forced-answer continuations of each step
         assert len(calls) > 3
@@ -87,21 +88,36 @@ def test_colocated_training_keeps_engine_and_trainer_in_step(method, vllm_model_
 
 def test_stale_engine_weights_trip_the_ratio_guard(vllm_model_dir, testbed_train_file, tmp_path,
                                                   monkeypatch):
-    """Every sync after the first is skipped: from step 2 on the engine samples from the
-    initial weights while the trainer has moved; the guard (patience 1) stops the run there."""
+    """One weight sync is skipped: the first one after an update really changed the weights
+    (a step whose advantages are all zero changes nothing). That step's engine samples from
+    weights one update behind the trainer; the guard (patience 1) stops the run there."""
+    import torch
+
     from gc2po.ratio_guard import RatioMismatchError
 
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     trainer = make_trainer(vllm_model_dir, testbed_train_file, tmp_path / "run", "grpo",
-                           ratio_guard_patience=1, **VLLM_TRAINING)
-    sync, syncs = trainer.vllm_generation.sync_weights, []
+                           ratio_guard_patience=1, **{**VLLM_TRAINING, "max_steps": 6})
+    sync, skipped = trainer.vllm_generation.sync_weights, []
 
-    def first_sync_only():
-        syncs.append(trainer.state.global_step)
-        if len(syncs) == 1:
-            sync()
+    def weights():
+        return {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
 
-    trainer.vllm_generation.sync_weights = first_sync_only
-    with pytest.raises(RatioMismatchError, match=r"^step 2: .*stale weights"):
+    in_engine = weights()  # the engine starts from the same checkpoint
+
+    def skip_one_sync_that_matters():
+        nonlocal in_engine
+        now = weights()
+        if not skipped and any(not torch.equal(now[n], in_engine[n]) for n in now):
+            skipped.append(trainer.state.global_step)
+            return
+        sync()
+        in_engine = now
+
+    trainer.vllm_generation.sync_weights = skip_one_sync_that_matters
+    with pytest.raises(RatioMismatchError, match=r"for 1 steps in a row.*stale weights") as stop:
         trainer.train()
-    assert syncs[-1] == 1
+    assert len(skipped) == 1
+    assert str(stop.value).startswith(f"step {skipped[0] + 1}: ")  # TRL's step numbering
+    in_band = _ratios(trainer)  # the steps before it
+    assert in_band and all(0.95 <= r <= 1.05 for r in in_band)
