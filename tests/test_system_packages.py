@@ -26,6 +26,14 @@ def _python_sources() -> list[Path]:
     return files
 
 
+def _runner_name(func: ast.expr) -> str:
+    """``run`` for ``subprocess.run(...)``, ``which`` for ``shutil.which(...)``; a local helper
+    that happens to be called ``run`` (and prepends python -m) is not a runner."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return func.attr if func.value.id in ("subprocess", "shutil") else ""
+    return getattr(func, "id", "") if getattr(func, "id", "") in ("Popen", "which", "check_output") else ""
+
+
 def _program_names(tree: ast.AST) -> set[str]:
     """Literal program names: the first element of a literal argv given to subprocess, an argument
     of shutil.which, and the commands of {command: package} dicts given to ensure_debian_packages
@@ -33,7 +41,7 @@ def _program_names(tree: ast.AST) -> set[str]:
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            func = _runner_name(node.func)
             first = node.args[0] if node.args else None
             if func in RUNNERS and isinstance(first, (ast.List, ast.Tuple)) and first.elts:
                 first = first.elts[0]

@@ -96,4 +96,4 @@ def test_tables_are_byte_identical_whatever_machine_the_summaries_name(tmp_path)
 
     epyc = tables(fingerprint("AMD EPYC", "AVX512"))
     assert epyc == tables(fingerprint("Intel Xeon", "AVX2", ATEN_CPU_CAPABILITY="avx2"))
-    assert b"| + GC2PO |" in epyc["md"]
+    assert b"| + GC2PO (paper) |" in epyc["md"]
