@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tools.system_packages import cannot_install_reason, install, read_list
+from ci.system_packages import cannot_install_reason, install, read_list
 
 
 def pytest_sessionstart(session):

@@ -9,7 +9,7 @@ no apt-get); it then says why.
 
 from __future__ import annotations
 
-from tools.system_packages import cannot_install_reason, install, read_list
+from ci.system_packages import cannot_install_reason, install, read_list
 
 
 def ensure_debian_packages(packages: dict[str, str]) -> str | None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tools.system_packages import package_for, read_list
+from ci.system_packages import package_for, read_list
 
 ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ["gc2po", "tests", "workflow", "benchmarks", "tools", "Snakefile"]
+SCANNED = ["gc2po", "tests", "workflow", "benchmarks", "ci", "Snakefile"]
 RUNNERS = {"run", "Popen", "check_output", "check_call", "call", "which"}
 # apt-get installs the list itself (Debian's essential set has it).
 ESSENTIAL = {"apt-get"}

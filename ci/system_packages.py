@@ -1,7 +1,7 @@
 """Install the Debian packages listed in system-packages.txt that are missing (stdlib only).
 
-    python3 tools/system_packages.py          # install what is missing, then check every entry
-    python3 tools/system_packages.py --check  # only report what is missing (exit 1 if any)
+    python3 ci/system_packages.py          # install what is missing, then check every entry
+    python3 ci/system_packages.py --check  # only report what is missing (exit 1 if any)
 
 Idempotent: a package whose commands and files are all present is left alone, and apt-get runs
 only for the missing ones. Installing needs root and apt-get (CI runs as root on Debian).
