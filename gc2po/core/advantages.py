@@ -94,6 +94,21 @@ def truncated_mean(values: torch.Tensor, mask: torch.Tensor, trunc_frac: float) 
     return total / keep.sum(-1).clamp(min=1)
 
 
+def check_episode_inputs(r_out: torch.Tensor, episode_ids: torch.Tensor, r_cf: torch.Tensor,
+                         mask: torch.Tensor) -> tuple[int, int]:
+    """(B, T) of r_out [B], episode_ids [B,T], r_cf [B,Lmax>=1], mask [B,T]; raises on a mismatch."""
+    if episode_ids.ndim != 2:
+        raise ValueError(f"episode_ids must have shape [B, T], got {list(episode_ids.shape)}")
+    batch, length = episode_ids.shape
+    _check("r_out", r_out, (batch,))
+    _check("mask", mask, (batch, length))
+    if r_cf.ndim != 2 or r_cf.shape[0] != batch or r_cf.shape[1] < 1:
+        raise ValueError(f"r_cf must have shape [{batch}, Lmax>=1], got {list(r_cf.shape)}")
+    if episode_ids.numel() and int(episode_ids.max()) >= r_cf.shape[1]:
+        raise ValueError(f"episode_ids hold an index >= Lmax={r_cf.shape[1]} (the width of r_cf)")
+    return batch, length
+
+
 def trajectory_token_rewards(
     r_out: torch.Tensor,
     episode_ids: torch.Tensor,
@@ -127,16 +142,8 @@ def trajectory_token_rewards(
         raise ValueError(f"trunc_frac must be in [0, 0.5), got {trunc_frac!r}")
     if not lambda_cf >= 0:
         raise ValueError(f"lambda_cf must be >= 0, got {lambda_cf!r}")
-    if episode_ids.ndim != 2:
-        raise ValueError(f"episode_ids must have shape [B, T], got {list(episode_ids.shape)}")
-    batch, length = episode_ids.shape
-    _check("r_out", r_out, (batch,))
+    batch, length = check_episode_inputs(r_out, episode_ids, r_cf, mask)
     _check("old_logps", old_logps, (batch, length))
-    _check("mask", mask, (batch, length))
-    if r_cf.ndim != 2 or r_cf.shape[0] != batch or r_cf.shape[1] < 1:
-        raise ValueError(f"r_cf must have shape [{batch}, Lmax>=1], got {list(r_cf.shape)}")
-    if episode_ids.numel() and int(episode_ids.max()) >= r_cf.shape[1]:
-        raise ValueError(f"episode_ids hold an index >= Lmax={r_cf.shape[1]} (the width of r_cf)")
 
     # float64 inside: trajectories whose scores are equal in exact arithmetic must stay equal
     # (float32 rounding would otherwise be amplified by the 1e-4 std epsilon of A^)

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import torch
 
-from gc2po.core.advantages import Gather, _check, group_normalised
+from gc2po.core.advantages import Gather, check_episode_inputs, group_normalised
 
 
 class CorrectedAdvantages(NamedTuple):
@@ -74,15 +74,7 @@ def additive_token_advantages(
         raise ValueError(f"std_floor must be > 0, got {std_floor!r}")
     if not z_clip > 0:
         raise ValueError(f"z_clip must be > 0, got {z_clip!r}")
-    if episode_ids.ndim != 2:
-        raise ValueError(f"episode_ids must have shape [B, T], got {list(episode_ids.shape)}")
-    batch, length = episode_ids.shape
-    _check("r_out", r_out, (batch,))
-    _check("mask", mask, (batch, length))
-    if r_cf.ndim != 2 or r_cf.shape[0] != batch or r_cf.shape[1] < 1:
-        raise ValueError(f"r_cf must have shape [{batch}, Lmax>=1], got {list(r_cf.shape)}")
-    if episode_ids.numel() and int(episode_ids.max()) >= r_cf.shape[1]:
-        raise ValueError(f"episode_ids hold an index >= Lmax={r_cf.shape[1]} (the width of r_cf)")
+    batch, _ = check_episode_inputs(r_out, episode_ids, r_cf, mask)
     if row_index is None:
         row_index = torch.arange(batch, device=r_out.device)
 
