@@ -55,3 +55,14 @@ def testbed_train_file(tmp_path_factory):
     problems = generate_splits({"train": 16}, seed=0)["train"]
     path.write_text("".join(json.dumps(p.record()) + "\n" for p in problems))
     return path
+
+
+@pytest.fixture
+def run_files(tmp_path):
+    """The smallest valid run config's files: an (empty) model folder and one training row."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    data = tmp_path / "train.jsonl"
+    data.write_text(json.dumps({"id": "a", "question": "q", "answer": "1"}) + "\n")
+    return {"model": str(model), "train_data": str(data), "output_dir": str(tmp_path / "out"), "task": "testbed"}

@@ -14,12 +14,11 @@ import uuid
 import pytest
 
 from gc2po.evaluation import sandbox_host, sandbox_seccomp
-from gc2po.evaluation.sandbox import run_humaneval, run_python
-from tests.system_packages import ensure_debian_packages
+from gc2po.evaluation.sandbox import run_python
 
-PROBLEM = {"prompt": 'def add(a, b):\n    """Return a + b."""\n',
-           "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n",
-           "entry_point": "add"}
+# the hostile-sample module's grader call (its problem) and its bubblewrap fixture, autouse here too
+from tests.evaluation.test_sandbox_hostile import NOBODY, bubblewrap, grade  # noqa: F401
+
 # 16 threads alive at once (they meet at a barrier), as a worker pool's are
 THREADED = '''    import threading
     parts, barrier = [0] * 16, threading.Barrier(16, timeout=5)
@@ -33,18 +32,6 @@ THREADED = '''    import threading
         thread.join()
     return sum(parts)
 '''
-NOBODY = 65534
-
-
-@pytest.fixture(scope="module", autouse=True)
-def bubblewrap():
-    reason = ensure_debian_packages({"bwrap": "bubblewrap"})
-    if reason:
-        pytest.skip(reason)
-
-
-def grade(completion: str, **limits):
-    return run_humaneval(PROBLEM["prompt"], completion, PROBLEM["test"], PROBLEM["entry_point"], **limits)
 
 
 def test_a_correct_solution_with_16_threads_passes_every_time():

@@ -25,16 +25,6 @@ def test_the_field_table_of_the_fast_check_equals_the_config_dataclass():
         "gc2po/config_fields.json is stale: regenerate it from describe_fields(GC2POConfig)")
 
 
-@pytest.fixture
-def run_files(tmp_path):
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text("{}")
-    data = tmp_path / "train.jsonl"
-    data.write_text(json.dumps({"id": "a", "question": "q", "answer": "1"}) + "\n")
-    return {"model": str(model), "train_data": str(data), "output_dir": str(tmp_path / "out"), "task": "testbed"}
-
-
 def cli_train(tmp_path, run: dict, *flags: str, env: dict | None = None) -> subprocess.CompletedProcess:
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(run))

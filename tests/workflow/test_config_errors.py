@@ -4,7 +4,6 @@ and the fix, never a schema dump or a traceback (issue 26)."""
 from __future__ import annotations
 
 import copy
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -93,16 +92,6 @@ def test_gc2po_plan_with_an_overlay_alone_fails_in_one_line(tmp_path):
     assert len(lines) == 1 and "a config given alone must be complete (missing: name, mode, methods" in lines[0]
 
 
-@pytest.fixture
-def run_config(tmp_path):
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text("{}")
-    data = tmp_path / "train.jsonl"
-    data.write_text(json.dumps({"id": "a", "question": "q", "answer": "1"}) + "\n")
-    return {"model": str(model), "train_data": str(data), "output_dir": str(tmp_path / "out"), "task": "testbed"}
-
-
 @pytest.mark.parametrize("change, message", [
     ({"trainer": {"num_generations": 3, "per_device_train_batch_size": 2}},
      "generation_batch_size (2) must be divisible by num_generations (3)"),
@@ -115,9 +104,9 @@ def run_config(tmp_path):
     ({"precision": "fp8"}, "precision must be one of ['bf16-mixed', 'bf16', 'fp32'], got 'fp8'"),
     ({"method": "ppo"}, "method: unknown name 'ppo'"),
 ])
-def test_a_bad_run_config_value_is_one_line_naming_the_key(change, message, run_config):
+def test_a_bad_run_config_value_is_one_line_naming_the_key(change, message, run_files):
     with pytest.raises(ValueError) as err:
-        build_args({**run_config, **change})
+        build_args({**run_files, **change})
     assert message in str(err.value) and "\n" not in str(err.value), str(err.value)
 
 
