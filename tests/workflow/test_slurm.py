@@ -245,7 +245,7 @@ def test_plan_submits_no_rule_that_downloads(overlay, downloads):
     planned = {rule for rule, _ in jobs}
     assert planned & set(download_rules()) == downloads
     assert planned - set(download_rules()) - LOCAL == {"decontaminate", "train", "evaluate", "table", "comparison",
-                                                       "figures", "training_cost", "report_setup"}
+                                                       "figures", "training_cost", "report_setup", "length_figure"}
     import yaml
 
     config = yaml.safe_load((ROOT / overlay).read_text())
