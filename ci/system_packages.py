@@ -73,11 +73,13 @@ def install(entries: list[Entry]) -> list[str]:
         raise RuntimeError(f"the Debian package(s) {missing} are missing and cannot be installed "
                            f"here ({reason}); install them: apt-get install {' '.join(missing)}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-q"],
-                 ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]):
+    # wait for another apt/dpkg run (a second test session, unattended upgrades) to finish
+    wait = ["-o", "DPkg::Lock::Timeout=900"]
+    for argv in (["apt-get", *wait, "update", "-q"],
+                 ["apt-get", *wait, "install", "-y", "-q", "--no-install-recommends", *missing]):
         done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv[:2])} failed:\n{done.stdout[-2000:]}\n"
+            raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n"
                                f"{done.stderr[-2000:]}")
     still = {e.package: e.missing() for e in entries if e.missing()}
     if still:
