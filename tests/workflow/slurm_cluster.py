@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # command -> Debian package, for tests.system_packages.ensure_debian_packages
-SLURM_PACKAGES = {"slurmctld": "slurm-wlm", "slurmd": "slurm-wlm", "sbatch": "slurm-wlm", "munged": "munge"}
+SLURM_PACKAGES = {"slurmctld": "slurm-wlm", "slurmd": "slurm-wlm", "sbatch": "slurm-client", "munged": "munge"}
 PARTITION = "debug"
 _START_TIMEOUT_S = 60
 _STOP_TIMEOUT_S = 15
