@@ -121,8 +121,10 @@ class TransformersBackend:
                 kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
             else:
                 kwargs.update(do_sample=False)
-            generated = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
-                                            **kwargs)[:, input_ids.shape[1]:]
+            generated = self._sample_rows(input_ids, mask, sampling)
+            if generated is None:
+                generated = self.model.generate(input_ids=input_ids.to(self.device),
+                                                attention_mask=mask.to(self.device), **kwargs)[:, input_ids.shape[1]:]
             for (i, s), ids in zip(batch, generated):
                 ids = ids.tolist()
                 finished = self.tokenizer.eos_token_id in ids
@@ -134,6 +136,23 @@ class TransformersBackend:
             if progress is not None:
                 progress(len(batch))
         return out
+
+
+    def _sample_rows(self, input_ids, mask, sampling: SamplingConfig):
+        """The rows ``generate`` would sample, through ``gc2po.group_sampling`` (each prompt's n
+        copies prefilled once, finished rows dropped), or None where that path does not apply:
+        greedy, top-p below 1, or a GPU (see ``trainer_can_sample``)."""
+        if sampling.temperature == 0 or sampling.top_p < 1 or self.device != "cpu":
+            return None
+        from transformers.generation.logits_process import LogitsProcessorList, TemperatureLogitsWarper
+
+        from gc2po.group_sampling import sample_completions
+
+        processors = LogitsProcessorList([TemperatureLogitsWarper(sampling.temperature)]
+                                         if sampling.temperature != 1.0 else [])
+        return sample_completions(self.model, input_ids, mask, max_new_tokens=sampling.max_new_tokens,
+                                  eos_token_ids=[self.tokenizer.eos_token_id], pad_token_id=self.tokenizer.pad_token_id,
+                                  processors=processors)
 
 
 CPU_KV_CACHE_BYTES = 1 << 30  # vLLM on CPU without VLLM_CPU_KVCACHE_SPACE: 1 GiB of KV cache

@@ -9,6 +9,13 @@ each phrased by a template. Its reference solution writes one ``<episode_i>`` pe
 - ``test_distractor``: training templates plus sentences with irrelevant numbers;
 - ``test_longer``: 5-6 steps, more than seen in training.
 
+The spurious cue (the paper's Figure 1 motivation, a shortcut that pays in distribution): with
+probability ``CueConfig.frac`` a ``train`` / ``test_id`` problem carries a sentence in which
+someone bets on the answer, right with probability ``CueConfig.accuracy``. On
+``test_distractor`` the bet is always wrong (a misleading number among the distractors);
+``test_rephrase`` and ``test_longer`` carry none. A model that copies the bet gains in
+distribution and fails out of it; the process-validity oracle grades a copied answer invalid.
+
 No problem text appears in two splits.
 """
 
@@ -37,17 +44,33 @@ TEMPLATES = {
         "question": ["What is the final number of {item}?", "Count the {item} {name} keeps."],
     },
 }
+CUES = ["{other} bets the answer is {g}.", "{other} guesses {g}."]
 DISTRACTORS = ["{other} has {m} {item2}.", "{other} once saw {m} {item2}.", "It is {m} degrees outside."]
 
 SPLITS = {
-    # name: (templates, min steps, max steps, distractor sentences)
-    "train": ("train", 2, 4, 0),
-    "test_id": ("train", 2, 4, 0),
-    "test_rephrase": ("held_out", 2, 4, 0),
-    "test_distractor": ("train", 2, 4, 2),
-    "test_longer": ("train", 5, 6, 0),
+    # name: (templates, min steps, max steps, distractor sentences, cue: "id" | "wrong" | None)
+    "train": ("train", 2, 4, 0, "id"),
+    "test_id": ("train", 2, 4, 0, "id"),
+    "test_rephrase": ("held_out", 2, 4, 0, None),
+    "test_distractor": ("train", 2, 4, 2, "wrong"),
+    "test_longer": ("train", 5, 6, 0, None),
 }
 MAX_VALUE = 60  # keeps intermediate values small enough for a tiny model to compute
+
+
+@dataclass(frozen=True)
+class CueConfig:
+    """The spurious cue: the share of cue-bearing problems and how often the bet is right in
+    distribution (``frac`` 0 turns the cue off)."""
+
+    frac: float = 0.0
+    accuracy: float = 0.8
+
+    def __post_init__(self):
+        for key in ("frac", "accuracy"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise ValueError(f"testbed.cue.{key}: must be a number in [0, 1], got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -58,6 +81,7 @@ class Problem:
     start: int
     steps: tuple[tuple[str, int], ...]  # (operator, operand) per step
     values: tuple[int, ...] = field(default=())  # value after each step
+    cue: int | None = None  # the number the cue sentence bets on (None: no cue)
 
     @property
     def answer(self) -> int:
@@ -68,13 +92,17 @@ class Problem:
         meta = {k: v for k, v in asdict(self).items() if k not in ("id", "question")}
         meta["steps"] = [list(s) for s in self.steps]
         meta["values"] = list(self.values)
+        if self.cue is None:
+            del meta["cue"]  # a testbed without the cue writes the records it wrote before
         return {"id": self.id, "source": "testbed", "question": self.question, "answer": str(self.answer), "meta": meta}
 
     @classmethod
     def from_record(cls, record: dict) -> Problem:
         meta = record["meta"]
+        cue = meta.get("cue")
         return cls(record["id"], meta["split"], record["question"], int(meta["start"]),
-                   tuple((op, int(n)) for op, n in meta["steps"]), tuple(int(v) for v in meta["values"]))
+                   tuple((op, int(n)) for op, n in meta["steps"]), tuple(int(v) for v in meta["values"]),
+                   None if cue is None else int(cue))
 
 
 def _draw_chain(rng: random.Random, num_steps: int) -> tuple[int, list[tuple[str, int]], list[int]]:
@@ -91,7 +119,18 @@ def _draw_chain(rng: random.Random, num_steps: int) -> tuple[int, list[tuple[str
     return start, steps, values
 
 
-def _phrase(rng, templates, start, steps, distractors) -> str:
+def _draw_cue(rng: random.Random, kind: str | None, answer: int, cue: CueConfig) -> int | None:
+    """The bet of a cue sentence, or None: right with probability ``accuracy`` in distribution,
+    always wrong (off by 1-5) on the ``wrong`` kind."""
+    if kind is None or rng.random() >= cue.frac:
+        return None
+    if kind == "id" and rng.random() < cue.accuracy:
+        return answer
+    offsets = [d for d in (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5) if answer + d >= 0]
+    return answer + rng.choice(offsets)
+
+
+def _phrase(rng, templates, start, steps, distractors, cue_value=None, cue_rng=None) -> str:
     name, item = rng.choice(NAMES), rng.choice(ITEMS)
     sentences = [rng.choice(templates["start"]).format(name=name, x=start, item=item)]
     sentences += [rng.choice(templates[op]).format(name=name, n=n, item=item) for op, n in steps]
@@ -100,16 +139,21 @@ def _phrase(rng, templates, start, steps, distractors) -> str:
         item2 = rng.choice([i for i in ITEMS if i != item])
         text = rng.choice(DISTRACTORS).format(other=other, m=rng.randint(2, 90), item2=item2)
         sentences.insert(rng.randint(1, len(sentences)), text)
+    if cue_value is not None:  # just before the question, where a reader looks for the answer
+        other = cue_rng.choice([n for n in NAMES if n != name])
+        sentences.append(cue_rng.choice(CUES).format(other=other, g=cue_value))
     sentences.append(rng.choice(templates["question"]).format(name=name, item=item))
     return " ".join(sentences)
 
 
-def generate_splits(sizes: dict[str, int], seed: int) -> dict[str, list[Problem]]:
+def generate_splits(sizes: dict[str, int], seed: int, cue: CueConfig | None = None) -> dict[str, list[Problem]]:
     """Problems for each split in ``sizes`` (``{"train": 2000, "test_id": 200, ...}``).
 
     Deterministic in ``seed``; splits are generated in a fixed order and a text already used
-    by an earlier split is redrawn, so no text appears in two splits.
+    by an earlier split is redrawn, so no text appears in two splits. ``cue`` None (or frac 0)
+    gives the problems of a testbed without the spurious cue, drawn as before it existed.
     """
+    cue = cue or CueConfig()
     unknown = sorted(set(sizes) - set(SPLITS))
     if unknown:
         raise ValueError(f"unknown testbed split(s) {unknown}; valid: {sorted(SPLITS)}")
@@ -118,8 +162,9 @@ def generate_splits(sizes: dict[str, int], seed: int) -> dict[str, list[Problem]
     for split in SPLITS:  # fixed order: train first
         if split not in sizes:
             continue
-        kind, low, high, distractors = SPLITS[split]
+        kind, low, high, distractors, cue_kind = SPLITS[split]
         rng = random.Random(f"{seed}:{split}")
+        cue_rng = random.Random(f"{seed}:{split}:cue")
         problems: list[Problem] = []
         attempts = 0
         while len(problems) < sizes[split]:
@@ -127,11 +172,14 @@ def generate_splits(sizes: dict[str, int], seed: int) -> dict[str, list[Problem]
             if attempts > 50 * sizes[split] + 1000:
                 raise ValueError(f"testbed split {split!r}: could not draw {sizes[split]} distinct problems")
             start, steps, values = _draw_chain(rng, rng.randint(low, high))
-            question = _phrase(rng, TEMPLATES[kind], start, steps, distractors)
+            # the cue's draws come from their own stream, so frac 0 leaves the other texts as they were
+            cue_value = _draw_cue(cue_rng, cue_kind, values[-1], cue)
+            question = _phrase(rng, TEMPLATES[kind], start, steps, distractors, cue_value, cue_rng)
             if question in seen:
                 continue
             seen.add(question)
-            problems.append(Problem(f"{split}-{len(problems):05d}", split, question, start, tuple(steps), tuple(values)))
+            problems.append(Problem(f"{split}-{len(problems):05d}", split, question, start, tuple(steps),
+                                    tuple(values), cue_value))
         out[split] = problems
     return out
 
@@ -147,11 +195,17 @@ def solution_text(problem: Problem, kind: str = "correct", rng: random.Random | 
       ``correct``: every step right;
       ``slip``: one arithmetic slip, later steps continue from the wrong value (a near miss);
       ``shortcut``: every step shows a wrong operand, the results and answer are right
-      (right answer from invalid steps: a lucky guess).
+      (right answer from invalid steps: a lucky guess);
+      ``copy``: the cue's bet copied, ``<episode_1>bet=G</episode_1>\\boxed{G}`` (no step of
+      the problem: process validity 0; a lucky guess when the bet is right). Needs a cue.
     """
     rng = rng or random.Random(0)
-    if kind not in ("correct", "slip", "shortcut"):
-        raise ValueError(f"kind must be correct, slip or shortcut, got {kind!r}")
+    if kind not in ("correct", "slip", "shortcut", "copy"):
+        raise ValueError(f"kind must be correct, slip, shortcut or copy, got {kind!r}")
+    if kind == "copy":
+        if problem.cue is None:
+            raise ValueError(f"problem {problem.id}: a copy solution needs a cue")
+        return f"<episode_1>bet={problem.cue}</episode_1>\\boxed{{{problem.cue}}}"
     slip_at = rng.randrange(len(problem.steps)) if kind == "slip" else -1
     parts, value = [], problem.start
     for i, (op, n) in enumerate(problem.steps):

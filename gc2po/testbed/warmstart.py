@@ -38,6 +38,7 @@ class WarmStartConfig:
     num_heads: int = 4
     slip_frac: float = 0.2  # solutions with one arithmetic slip (near misses)
     shortcut_frac: float = 0.1  # solutions with wrong steps but the right answer (lucky guesses)
+    copy_frac: float = 0.0  # problems with a cue whose solution copies the bet (the spurious shortcut)
     epochs: float = 8.0  # step budget = int(epochs * ceil(examples / batch_size))
     batch_size: int = 32
     lr: float = 3e-3
@@ -62,6 +63,8 @@ class WarmStartConfig:
     def __post_init__(self):
         if not 0 <= self.slip_frac + self.shortcut_frac <= 1:
             raise ValueError("warm_start: slip_frac + shortcut_frac must lie in [0, 1]")
+        if not 0 <= self.copy_frac <= 1:
+            raise ValueError(f"warm_start.copy_frac: must lie in [0, 1], got {self.copy_frac!r}")
         if self.epochs <= 0 or self.batch_size < 1 or self.lr <= 0 or self.num_threads < 1:
             raise ValueError("warm_start: epochs, batch_size, lr and num_threads must be positive")
 
@@ -78,6 +81,8 @@ def sft_pairs(problems: list[Problem], config: WarmStartConfig) -> list[tuple[li
     for problem in problems:
         draw = rng.random()
         kind = "slip" if draw < config.slip_frac else "shortcut" if draw < config.slip_frac + config.shortcut_frac else "correct"
+        if problem.cue is not None and rng.random() < config.copy_frac:  # drawn only where a cue is
+            kind = "copy"
         pairs.append((prompt_messages(problem), solution_text(problem, kind, rng)))
     return pairs
 

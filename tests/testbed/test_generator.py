@@ -1,3 +1,5 @@
+import pytest
+
 from gc2po.testbed.generator import SPLITS, Problem, generate_splits, solution_text
 from gc2po.testbed.oracle import grade
 
@@ -47,3 +49,54 @@ def test_unknown_split_raises():
     with pytest.raises(ValueError, match="unknown testbed split"):
         generate_splits({"validation": 3}, 0)
     assert set(SPLITS) == {"train", "test_id", "test_rephrase", "test_distractor", "test_longer"}
+
+
+def test_the_cue_pays_in_distribution_and_misleads_out_of_it():
+    from gc2po.testbed.generator import CueConfig
+
+    sizes = {"train": 2000, "test_id": 400, "test_rephrase": 200, "test_distractor": 400, "test_longer": 200}
+    splits = generate_splits(sizes, 3, CueConfig(frac=0.5, accuracy=0.8))
+    for split in ("train", "test_id"):
+        cued = [p for p in splits[split] if p.cue is not None]
+        assert 0.44 < len(cued) / len(splits[split]) < 0.56
+        assert 0.74 < sum(p.cue == p.answer for p in cued) / len(cued) < 0.86
+        assert all(f" {p.cue}." in p.question for p in cued)
+    misleading = [p for p in splits["test_distractor"] if p.cue is not None]
+    assert 0.4 < len(misleading) / 400 < 0.6 and all(p.cue != p.answer and p.cue >= 0 for p in misleading)
+    assert all(p.cue is None for split in ("test_rephrase", "test_longer") for p in splits[split])
+    problem = next(p for p in splits["test_id"] if p.cue is not None)
+    assert Problem.from_record(problem.record()) == problem
+
+
+def test_no_cue_writes_the_records_of_a_testbed_without_one():
+    from gc2po.testbed.generator import CueConfig
+
+    sizes = {"train": 50, "test_id": 20, "test_distractor": 20}
+    plain = generate_splits(sizes, 0)
+    assert generate_splits(sizes, 0, CueConfig(frac=0.0)) == plain
+    assert all("cue" not in p.record()["meta"] for ps in plain.values() for p in ps)
+    with_cue = generate_splits(sizes, 0, CueConfig(frac=0.5))
+    assert [p.steps for p in with_cue["train"]] == [p.steps for p in plain["train"]]  # the cue draws its own stream
+
+
+def test_a_copied_bet_is_a_lucky_guess_or_fully_bad_never_valid():
+    from gc2po.testbed.generator import CueConfig
+
+    problems = [p for p in generate_splits({"test_id": 300}, 1, CueConfig(frac=1.0, accuracy=0.5))["test_id"]]
+    for problem in problems:
+        result = grade(problem, solution_text(problem, "copy"))
+        assert result.p == 0 and result.f == int(problem.cue == problem.answer)
+        assert result.group == ("lucky_guess" if result.f else "fully_bad")
+    uncued = generate_splits({"test_id": 1}, 1)["test_id"][0]
+    with pytest.raises(ValueError, match="needs a cue"):
+        solution_text(uncued, "copy")
+
+
+@pytest.mark.parametrize("values", [{"frac": 1.5}, {"accuracy": -0.1}, {"frac": True}, {"frac": "half"}])
+def test_a_bad_cue_setting_is_refused_naming_the_key(values):
+    from gc2po.testbed.data import cue_from_mapping
+
+    with pytest.raises(ValueError, match=r"testbed\.cue\.(frac|accuracy): must be a number in \[0, 1\]"):
+        cue_from_mapping(values)
+    with pytest.raises(ValueError, match=r"testbed\.cue: unknown key\(s\) \['rate'\]"):
+        cue_from_mapping({"rate": 0.5})

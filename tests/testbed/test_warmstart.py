@@ -81,3 +81,18 @@ def test_ci_warm_start_is_byte_identical_on_an_idle_and_a_loaded_machine(tmp_pat
     assert idle == loaded and idle["steps"] == idle["total_steps"]
     for name in MODEL_FILES:
         assert (tmp_path / "idle" / name).read_bytes() == (tmp_path / "loaded" / name).read_bytes(), name
+
+
+def test_copy_targets_only_where_a_cue_is():
+    from gc2po.testbed.generator import CueConfig
+    from gc2po.testbed.oracle import grade
+
+    problems = generate_splits({"train": 1000}, 0, CueConfig(frac=0.5, accuracy=0.8))["train"]
+    pairs = sft_pairs(problems, WarmStartConfig(copy_frac=0.4, seed=0))
+    copies = [p for p, (_, s) in zip(problems, pairs) if s.startswith("<episode_1>bet=")]
+    cued = [p for p in problems if p.cue is not None]
+    assert copies and all(p.cue is not None for p in copies)
+    assert 0.33 < len(copies) / len(cued) < 0.47
+    assert all(grade(p, s).p == 0 for p, (_, s) in zip(problems, pairs) if p in copies)
+    with pytest.raises(ValueError, match="copy_frac"):
+        WarmStartConfig(copy_frac=1.5)

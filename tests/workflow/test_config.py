@@ -24,6 +24,8 @@ CONFIGS = {  # what `snakemake --configfile ...` is given for each shipped confi
     "smollm2": [ROOT / "config/smollm2.yaml"],
     "ci": [ROOT / "config/config.yaml", ROOT / "config/ci.yaml"],
     "testbed_study": [ROOT / "config/config.yaml", ROOT / "config/testbed_study.yaml"],
+    "testbed_full": [ROOT / "config/config.yaml", ROOT / "config/testbed_full.yaml"],
+    "testbed_seed1": [ROOT / "config/config.yaml", ROOT / "config/testbed_seed1.yaml"],
 }
 ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
     "grpo": "grpo_advantages", "dr_grpo": "dr_grpo_advantages", "length_penalty": "length_penalty_advantages_",

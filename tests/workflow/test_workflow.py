@@ -28,8 +28,21 @@ def test_lint_is_clean():
 def test_dry_run_of_default_config_plans_every_stage():
     out = snakemake("-n", "--forceall", "--cores", "2")  # plan every job even where results exist
     assert out.returncode == 0, out.stderr
-    for rule in ("testbed_data", "warm_start", "train", "evaluate", "table", "figures", "audit", "audit_figure"):
+    for rule in ("testbed_data", "warm_start", "train", "evaluate", "evaluate_greedy", "table", "comparison",
+                 "figures", "length_figure"):
         assert f"rule {rule}:" in out.stdout, rule
+    assert "rule audit:" not in out.stdout  # the audit is config/testbed_full.yaml's
+
+
+def test_dry_run_of_the_full_testbed_table_plans_the_audit_and_one_table_alone():
+    out = snakemake("-n", "--forceall", "--cores", "2", "--configfile", "config/config.yaml", "config/testbed_full.yaml")
+    assert out.returncode == 0, out.stderr
+    for rule in ("train", "evaluate", "evaluate_greedy", "table", "audit", "audit_figure"):
+        assert f"rule {rule}:" in out.stdout, rule
+    one = snakemake("-n", "--forceall", "--cores", "2", "--configfile", "config/config.yaml", "config/testbed_full.yaml",
+                    "results/testbed_full/tables/table1.md")
+    assert one.returncode == 0, one.stderr
+    assert "rule audit:" not in one.stdout and "rule table:" in one.stdout and "rule figures:" not in one.stdout
 
 
 @pytest.mark.parametrize("overlay, rules", [

@@ -94,9 +94,10 @@ def seeds_of(model):
     return SEEDS if model == "base" else list(RUNS[model].seeds)
 
 
-def eval_files(models, benchmarks, bases=None, suffix=""):
-    """Per-sample evaluation files of ``models`` on every base model they exist for."""
-    return [f"{OUT}/eval/{base}/{model}/seed{seed}/{benchmark}.jsonl{suffix}"
+def eval_files(models, benchmarks, bases=None, suffix="", root="eval"):
+    """Per-sample evaluation files of ``models`` on every base model they exist for (root
+    ``eval``: the configured sampling; ``eval_greedy``: greedy decoding)."""
+    return [f"{OUT}/{root}/{base}/{model}/seed{seed}/{benchmark}.jsonl{suffix}"
             for base in (bases or list(BASE_MODELS)) for model in models if model in models_of(base)
             for seed in seeds_of(model) for benchmark in benchmarks]
 
@@ -110,18 +111,25 @@ def metrics_files(runs):
 
 
 TABLE1_BENCHMARKS = config["report"].get("table1_benchmarks") or BENCHMARKS
-TABLE_SPECS = {  # name -> (methods, benchmarks, title, base models)
+# evaluate.greedy: every model is also evaluated with greedy decoding (rule evaluate_greedy)
+GREEDY = bool(config["evaluate"].get("greedy", False))
+TABLE_SPECS = {  # name -> (methods, benchmarks, title, base models[, evaluation root])
     "table1": (config["report"]["main_methods"], TABLE1_BENCHMARKS, "Pass@1 (%) per benchmark", list(BASE_MODELS)),
     "generalization": (config["report"]["main_methods"], config["report"]["generalization_benchmarks"],
                        "Generalisation: pass@1 (%) on out-of-distribution benchmarks", list(BASE_MODELS)),
     "ablation": (config["report"]["ablation_methods"], TABLE1_BENCHMARKS, "Ablations of GC2PO: pass@1 (%)",
                  plan.ablation_bases(config)),
 }
+if not config["report"]["ablation_methods"]:  # a config without ablations has no ablation table
+    del TABLE_SPECS["ablation"]
+if GREEDY:
+    TABLE_SPECS["table1_greedy"] = (config["report"]["main_methods"], TABLE1_BENCHMARKS,
+                                    "Pass@1 (%) per benchmark, greedy decoding", list(BASE_MODELS), "eval_greedy")
 
 
 def table_files(wildcards, suffix=""):
-    methods, benchmarks, _, bases = TABLE_SPECS[wildcards.table]
-    return eval_files(["base"] + methods, benchmarks, bases=bases, suffix=suffix)
+    methods, benchmarks, _, bases, *root = TABLE_SPECS[wildcards.table]
+    return eval_files(["base"] + methods, benchmarks, bases=bases, suffix=suffix, root=(root or ["eval"])[0])
 
 
 # method-against-method tables (gc2po/reporting/comparison.py): "<a>_vs_<b>" -> (a, b)
@@ -152,7 +160,7 @@ if set(LENGTH_RUNS) - set(RUNS):
                      "are not runs of this config")
 
 CHECKPOINTS = [f"{j.output_dir}/final" for j in JOBS.values()]
-TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=["table1", "generalization", "ablation"],
+TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=list(TABLE_SPECS),
                 ext=["md", "tex", "csv", "html"]) + \
          expand(f"{OUT}/tables/{{comparison}}.{{ext}}", comparison=list(COMPARISONS), ext=["md", "csv"])
 FIGURES = expand(f"{OUT}/figures/{{figure}}.png",

@@ -19,6 +19,7 @@ if TESTBED:
         params:
             sizes=config["testbed"]["sizes"],
             seed=config["testbed"]["seed"],
+            cue=config["testbed"].get("cue"),
             out_dir=lambda wc, output: os.path.dirname(output.manifest),
         log:
             f"logs/{NAME}/testbed_data.log",

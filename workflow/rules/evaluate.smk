@@ -32,6 +32,39 @@ rule evaluate:
         "../scripts/evaluate.py"
 
 
+if GREEDY:
+
+    rule evaluate_greedy:  # the same models and benchmarks, greedy decoding (one completion each)
+        input:
+            model=eval_model_input,
+            data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
+        output:
+            samples=expand(f"{OUT}/eval_greedy/{{{{base}}}}/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl",
+                           benchmark=BENCHMARKS),
+            summaries=expand(f"{OUT}/eval_greedy/{{{{base}}}}/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl.summary.json",
+                             benchmark=BENCHMARKS),
+        params:
+            model=eval_model_path,
+            benchmarks=BENCHMARKS,
+            task=config["train"]["task"] if TESTBED else "benchmark",
+            backend=config["evaluate"]["backend"],
+            sampling={**config["evaluate"]["sampling"], "n": 1, "temperature": 0.0, "top_p": 1.0},
+            n_per_benchmark={},
+            budgets=[],
+            batch_size=config["evaluate"].get("batch_size", 32),
+        log:
+            f"logs/{NAME}/eval_greedy/{{base}}_{{model}}_seed{{seed}}.log",
+        conda:
+            "../envs/gc2po-gpu.yaml" if GPU else "../envs/gc2po.yaml"
+        threads: 1 if not GPU else 8
+        resources:
+            mem_mb=4000 if not GPU else 128000,
+            runtime=60 if not GPU else 720,
+            gpu=0 if not GPU else 1,
+        script:
+            "../scripts/evaluate.py"
+
+
 if LEARNING_CURVE:
 
     rule learning_curve:  # accuracy along training: base (step 0), kept checkpoints, final
