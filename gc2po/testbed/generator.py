@@ -22,6 +22,7 @@ No problem text appears in two splits.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import asdict, dataclass, field
 
 NAMES = ["Ana", "Ben", "Cai", "Dee", "Eli", "Fay", "Gus", "Ida", "Jon", "Kim", "Lou", "Max"]
@@ -55,6 +56,7 @@ SPLITS = {
     "test_distractor": ("train", 2, 4, 2, "wrong"),
     "test_longer": ("train", 5, 6, 0, None),
 }
+NUMBER = re.compile(r"\d+")
 MAX_VALUE = 60  # keeps intermediate values small enough for a tiny model to compute
 
 
@@ -149,8 +151,10 @@ def _phrase(rng, templates, start, steps, distractors, cue_value=None, cue_rng=N
 def generate_splits(sizes: dict[str, int], seed: int, cue: CueConfig | None = None) -> dict[str, list[Problem]]:
     """Problems for each split in ``sizes`` (``{"train": 2000, "test_id": 200, ...}``).
 
-    Deterministic in ``seed``; splits are generated in a fixed order and a text already used
-    by an earlier split is redrawn, so no text appears in two splits. ``cue`` None (or frac 0)
+    Deterministic in ``seed``; splits are generated in a fixed order and a problem is redrawn
+    when an earlier split used its text, or stated the same numbers in the same order (the
+    workflow's decontamination check flags a shared 13-word run with the same numbers, which two
+    templates can produce for different problems). ``cue`` None (or frac 0)
     gives the problems of a testbed without the spurious cue, drawn as before it existed.
     """
     cue = cue or CueConfig()
@@ -158,6 +162,7 @@ def generate_splits(sizes: dict[str, int], seed: int, cue: CueConfig | None = No
     if unknown:
         raise ValueError(f"unknown testbed split(s) {unknown}; valid: {sorted(SPLITS)}")
     seen: set[str] = set()
+    earlier_numbers: set[tuple[str, ...]] = set()  # the numbers each problem of an earlier split states
     out: dict[str, list[Problem]] = {}
     for split in SPLITS:  # fixed order: train first
         if split not in sizes:
@@ -175,12 +180,13 @@ def generate_splits(sizes: dict[str, int], seed: int, cue: CueConfig | None = No
             # the cue's draws come from their own stream, so frac 0 leaves the other texts as they were
             cue_value = _draw_cue(cue_rng, cue_kind, values[-1], cue)
             question = _phrase(rng, TEMPLATES[kind], start, steps, distractors, cue_value, cue_rng)
-            if question in seen:
+            if question in seen or tuple(NUMBER.findall(question)) in earlier_numbers:
                 continue
             seen.add(question)
             problems.append(Problem(f"{split}-{len(problems):05d}", split, question, start, tuple(steps),
                                     tuple(values), cue_value))
         out[split] = problems
+        earlier_numbers.update(tuple(NUMBER.findall(p.question)) for p in problems)
     return out
 
 
