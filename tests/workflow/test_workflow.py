@@ -39,8 +39,9 @@ def test_dry_run_of_the_full_testbed_table_plans_the_audit_and_one_table_alone()
     assert out.returncode == 0, out.stderr
     for rule in ("train", "evaluate", "evaluate_greedy", "table", "audit", "audit_figure"):
         assert f"rule {rule}:" in out.stdout, rule
-    one = snakemake("-n", "--forceall", "--cores", "2", "--configfile", "config/config.yaml", "config/testbed_full.yaml",
-                    "results/testbed_full/tables/table1.md")
+    # the target before --configfile, which takes every argument after it
+    one = snakemake("-n", "--forceall", "--cores", "2", "results/testbed_full/tables/table1.md",
+                    "--configfile", "config/config.yaml", "config/testbed_full.yaml")
     assert one.returncode == 0, one.stderr
     assert "rule audit:" not in one.stdout and "rule table:" in one.stdout and "rule figures:" not in one.stdout
 
