@@ -8,26 +8,23 @@ on the same model, prompts and seed; the completions must be identical.
 
 from __future__ import annotations
 
-import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
-from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
-from gc2po.evaluation.run import prompts_for
-from gc2po.train import read_jsonl
+sys.path.insert(0, str(Path(__file__).parent))
+from _testbed import testbed_parser  # noqa: E402
+
+from gc2po.evaluation.backends import SamplingConfig, TransformersBackend  # noqa: E402
+from gc2po.evaluation.run import prompts_for  # noqa: E402
+from gc2po.train import read_jsonl  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--data", required=True)
-    parser.add_argument("--n", type=int, default=4)
-    parser.add_argument("--problems", type=int, default=300)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=128)
-    args = parser.parse_args()
+    args = testbed_parser(__doc__, n=4, problems=300, repeats=3, batch_size=128).parse_args()
     torch.set_num_threads(1)
     prompts = prompts_for(read_jsonl(args.data)[: args.problems], "testbed")
     backend = TransformersBackend.from_pretrained(args.model, batch_size=args.batch_size)

@@ -11,15 +11,19 @@ pass@k is the unbiased estimator of Chen et al. (2021) from n >= k samples per p
 
 from __future__ import annotations
 
-import argparse
+import sys
 from collections import defaultdict
 from math import comb
+from pathlib import Path
 
 import torch
 
-from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
-from gc2po.evaluation.run import generate_and_grade
-from gc2po.train import read_jsonl
+sys.path.insert(0, str(Path(__file__).parent))
+from _testbed import testbed_parser  # noqa: E402
+
+from gc2po.evaluation.backends import SamplingConfig, TransformersBackend  # noqa: E402
+from gc2po.evaluation.run import generate_and_grade  # noqa: E402
+from gc2po.train import read_jsonl  # noqa: E402
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -27,14 +31,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--data", required=True)
-    parser.add_argument("--n", type=int, default=16)
-    parser.add_argument("--k", type=int, default=8)
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--max-new-tokens", type=int, default=96)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = testbed_parser(__doc__, n=16, k=8, temperature=1.0, max_new_tokens=96, seed=0)
     args = parser.parse_args()
     if args.n < args.k:
         parser.error(f"--n ({args.n}) must be at least --k ({args.k})")
