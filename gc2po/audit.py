@@ -48,6 +48,19 @@ class AuditConfig:
     answer_topk: int = 64
     study_draws: int = 5  # independent noise draws per perturbation setting of the study
     cf_state: str = "episode_end"  # the states of r_cf and the GC2PO score (gc2po.episode_states)
+    lambda_sta: float = 1.0
+    eps_u: float = 1e-6
+    answer_space: str = "topk"
+
+    @classmethod
+    def from_trainer(cls, args, **audit) -> AuditConfig:
+        """The audit of a run: R_cf and the GC2PO score computed with the run's own settings
+        (``args``: its resolved ``GC2POConfig``); ``audit``: the sampling keys (k, seed, ...)."""
+        return cls(temperature=args.temperature, perturbation=args.perturbation_spec(),
+                   num_samples=args.num_perturbations, tau=args.cf_tau, lambda_exp=args.lambda_exp,
+                   lambda_sta=args.lambda_sta, eps_u=args.cf_eps_u, answer_space=args.answer_space,
+                   lambda_cf=args.lambda_cf, trunc_frac=args.trunc_frac, answer_topk=args.answer_topk,
+                   cf_state=args.cf_state, **audit)
 
     def __post_init__(self):
         if not (isinstance(self.study_draws, int) and self.study_draws >= 1):
@@ -115,8 +128,9 @@ def score_rows(model, tokenizer, problems, prompt_texts, generations, config: Au
         rows_idx, slots, positions, num_slots = flatten(state_table(episodes, ids, choice, special))
         result = counterfactual_reward(
             states[rows_idx, positions], weight, perturbation=spec, num_samples=config.num_samples,
-            tau=config.tau, lambda_exp=config.lambda_exp, eps_u=1e-6, answer_space="topk",
-            topk=config.answer_topk, generator=torch.Generator().manual_seed(seed),
+            tau=config.tau, lambda_exp=config.lambda_exp, lambda_sta=config.lambda_sta,
+            eps_u=config.eps_u, answer_space=config.answer_space, topk=config.answer_topk,
+            temperature=config.temperature, generator=torch.Generator().manual_seed(seed),
             group_index=prompt_of[rows_idx])
         where = (rows_idx, slots, num_slots)
         return (result, *per_completion(result.r_cf, *where), where)

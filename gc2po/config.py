@@ -62,7 +62,7 @@ class GC2POConfig(GRPOConfig):
             (`"sum"`, the paper) or average 1 (`"mean"`, no incentive to emit many short episodes).
         cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
             `gc2po.episode_states.STATE_CHOICES`; `None` takes the method's (`"episode_end"` for
-            `gc2po`, which reads EOS for the last episode; `"result"` for the corrected
+            `gc2po`, which reads EOS for the last episode; `"last_content"` for the corrected
             `gc2po_add`).
         cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
             R_cf.

@@ -18,9 +18,12 @@ from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 FIDELITY = (
     "departure from the paper: additive GRPO + lambda_cf * group z-score of R_cf per episode, "
-    "no surprise weights, R_cf read at the token before a step's result (cf_state 'result')"
+    "no surprise weights, R_cf read at the last content token of an episode (cf_state "
+    "'last_content', never EOS)"
 )
-KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="result")
+# the state with the tightest positive cor(R_cf, p | f) on the testbed's train split that never
+# reads EOS (benchmarks/state_choice.py, docs/results.md "Choosing cf_state")
+KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="last_content")
 
 
 @register_method(

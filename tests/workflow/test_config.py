@@ -74,7 +74,7 @@ def test_every_training_job_resolves_to_what_its_config_declares(name):
         # where R_cf reads u: the paper's episode ends unless the run says otherwise; the
         # corrected GC2PO reads the token before a step's result
         if METHODS[method].needs_cf:
-            default = "result" if method.startswith("gc2po_add") else "episode_end"
+            default = "last_content" if method.startswith("gc2po_add") else "episode_end"
             assert args.cf_state == declared(config, method, "cf_state", default), job
     summary = run_summary(config)
     if name == "paper":
