@@ -7,6 +7,14 @@ AUDIT_OUT = f"{OUT}/audit"
 AUDIT_FIGURE = [f"{OUT}/figures/reward_audit.png"] if AUDIT_MODELS else []
 # the audit over training: checkpoint-<step> of every audited run (the base model is step 0)
 AUDIT_STEPS = AUDIT.get("checkpoint_steps", []) if AUDIT_MODELS else []
+# every model is scored with the R_cf settings of one run (its resolved GC2POConfig: the
+# perturbation, cf_state, lambdas), so the audits of base and trained models compare
+AUDIT_REWARD_RUN = AUDIT.get("reward_run") or next((r for r in ("gc2po_add", "gc2po") if r in RUNS), None)
+if AUDIT_MODELS and AUDIT_REWARD_RUN not in RUNS:
+    raise ValueError(f"audit.reward_run: {AUDIT_REWARD_RUN!r} is not a run of this config "
+                     "(the audit scores R_cf with a GC2PO run's settings)")
+AUDIT_SETTINGS = (next(j for j in JOBS.values() if j.run == AUDIT_REWARD_RUN).run_config(config)
+                  if AUDIT_MODELS else {})
 AUDIT_CHECKPOINTS = [f"{AUDIT_OUT}/{base}/{run}/seed{AUDIT.get('seed', 0)}/step{step}/summary.json"
                      for base in BASE_MODELS for run in AUDIT_MODELS if run != "base" and run in models_of(base)
                      for step in AUDIT_STEPS]
@@ -23,7 +31,7 @@ rule audit:
     params:
         model=eval_model_path,
         audit=AUDIT,
-        trainer=config["train"]["trainer"],  # the audit scores R_cf with the training perturbation
+        settings=AUDIT_SETTINGS,  # the run config whose R_cf settings score the completions
         study=lambda wc: wc.model == "base",  # the perturbation grid runs on the base model
     log:
         f"logs/{NAME}/audit/{{base}}_{{model}}_seed{{seed}}.log",
@@ -48,7 +56,7 @@ rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
     params:
         model=lambda wc: f"{OUT}/runs/{wc.base}/{wc.run}/seed{wc.seed}/checkpoint-{wc.step}",
         audit=AUDIT,
-        trainer=config["train"]["trainer"],
+        settings=AUDIT_SETTINGS,
         study=False,
     wildcard_constraints:
         step=r"\d+",

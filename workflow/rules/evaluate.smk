@@ -70,13 +70,17 @@ if LEARNING_CURVE:
     rule learning_curve:  # accuracy along training: base (step 0), kept checkpoints, final
         input:
             model=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final",
-            base_model=base_model_input,
             data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=LEARNING_CURVE["benchmarks"]),
+            # the two ends are read from their evaluations (same sampling), not generated again
+            base_samples=expand(f"{OUT}/eval/{{{{base}}}}/base/seed{{{{seed}}}}/{{benchmark}}.jsonl",
+                                benchmark=LEARNING_CURVE["benchmarks"]),
+            final_samples=expand(f"{OUT}/eval/{{{{base}}}}/{{{{run}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl",
+                                 benchmark=LEARNING_CURVE["benchmarks"]),
         output:
             f"{OUT}/curves/{{base}}/{{run}}/seed{{seed}}.csv",
         params:
             base_model=lambda wc: base_model_path(wc.base),
-            max_steps=lambda wc: training_job(wc).run_config(config)["trainer"]["max_steps"],
+            max_steps=lambda wc: training_job(wc).trainer["max_steps"],
             benchmarks=LEARNING_CURVE["benchmarks"],
             problems=LEARNING_CURVE["problems"],
             task=config["train"]["task"] if TESTBED else "benchmark",

@@ -10,20 +10,14 @@ import torch  # noqa: E402
 from _common import logged  # noqa: E402
 
 from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, run_audit  # noqa: E402
-from gc2po.core.counterfactual import spec_from_fields  # noqa: E402
-from gc2po.train import read_jsonl  # noqa: E402
+from gc2po.train import build_args, read_jsonl  # noqa: E402
 
 sm = snakemake  # noqa: F821
 a = sm.params.audit
 with logged(sm) as log:
     torch.set_num_threads(sm.threads)
-    t = sm.params.trainer
-    perturbation = spec_from_fields(t.get("perturbation", "dropout,gaussian"), p=t.get("perturbation_p", 0.1),
-                                    sigma=t.get("perturbation_sigma", 0.1), alpha=t.get("perturbation_alpha", 0.3))
-    config = AuditConfig(k=a.get("k", 8), seed=int(sm.wildcards.seed), max_new_tokens=a.get("max_new_tokens", 96),
-                         perturbation=perturbation, lambda_exp=t.get("lambda_exp", 0.9), lambda_cf=t.get("lambda_cf", 0.8),
-                         study_draws=a.get("study_draws", 5),
-                         cf_state=t.get("cf_state") or "episode_end")
+    config = AuditConfig.from_trainer(build_args(sm.params.settings), k=a.get("k", 8), seed=int(sm.wildcards.seed),
+                                      max_new_tokens=a.get("max_new_tokens", 96), study_draws=a.get("study_draws", 5))
     if not Path(sm.params.model).is_dir():
         raise ValueError(f"audit: {sm.params.model} does not exist: audit.checkpoint_steps must name steps whose "
                          "checkpoints the run keeps (train.trainer save_steps and save_total_limit)")

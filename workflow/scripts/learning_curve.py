@@ -14,10 +14,12 @@ sm = snakemake  # noqa: F821
 p = sm.params
 with logged(sm) as log:
     torch.set_num_threads(sm.threads)
-    points = curve_points(sm.input.model.rsplit("/", 1)[0], p.base_model, p.max_steps)
+    points = curve_points(sm.input.model.rsplit("/", 1)[0], p.max_steps)
     benchmarks = {name: read_jsonl(path)[: p.problems] for name, path in zip(p.benchmarks, sm.input.data)}
     sampling = SamplingConfig(**{**p.sampling, "seed": int(sm.wildcards.seed)})
-    curve = learning_curve(points, benchmarks, task=p.task, sampling=sampling, backend=p.backend,
-                           batch_size=p.batch_size)
+    ends = {0: (p.base_model, dict(zip(p.benchmarks, sm.input.base_samples))),
+            p.max_steps: (sm.input.model, dict(zip(p.benchmarks, sm.input.final_samples)))}
+    curve = learning_curve(points, benchmarks, task=p.task, sampling=sampling, ends=ends,
+                           backend=p.backend, batch_size=p.batch_size)
     curve.to_csv(sm.output[0], index=False)
     log(curve.to_string())
