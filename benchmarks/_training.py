@@ -24,7 +24,7 @@ SHAPES = {  # (architecture, hidden, layers, heads, kv heads, intermediate, voca
 def build(shape: str, workdir: Path, problems: int = 64, words: int = 48) -> tuple[Path, Path]:
     """Save a random-initialised model of ``shape`` with a synthetic BPE tokenizer of its vocabulary
     (checked to reload through AutoTokenizer to the same ids) and a prompt file; nothing downloaded."""
-    from gc2po.models import build_causal_lm, check_reload, synthetic_tokenizer
+    from gc2po.models.build import build_causal_lm, check_reload, synthetic_tokenizer
 
     architecture, hidden, layers, heads, kv_heads, intermediate, vocab, tied = SHAPES[shape]
     tokenizer = synthetic_tokenizer(vocab)
@@ -81,8 +81,8 @@ def run_steps(model_dir: Path, data: Path, variant: str, *, steps: int, k: int, 
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from gc2po.train import build_args, build_dataset, read_jsonl
-    from gc2po.trl_adapter import GC2POTrainer
+    from gc2po.training.train import build_args, build_dataset, read_jsonl
+    from gc2po.training.trainer import GC2POTrainer
 
     method = "grpo" if variant == "trl_grpo" else variant
     run = {"model": str(model_dir), "train_data": str(data), "output_dir": str(workdir / f"out_{variant}"),

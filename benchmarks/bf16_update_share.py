@@ -28,7 +28,7 @@ def unchanged_share(before: list[torch.Tensor], after: list[torch.Tensor]) -> fl
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from gc2po.models import build_causal_lm, synthetic_tokenizer
+    from gc2po.models.build import build_causal_lm, synthetic_tokenizer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="smollm2-135m", choices=sorted(SHAPES))

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from _memory import peak_extra_memory  # noqa: E402
 
-from gc2po.core.counterfactual import counterfactual_reward  # noqa: E402
+from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward  # noqa: E402
 
 
 def sync(device):
@@ -79,11 +79,12 @@ def main():
 
     for space in ("topk", "vocab"):
         def run(space=space):
+            params = CounterfactualParams(
+                perturbation=["dropout", "gaussian"], num_perturbations=args.samples, cf_tau=0.1,
+                lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6, answer_space=space, answer_topk=64)
             return counterfactual_reward(
-                states, weight, perturbation=["dropout", "gaussian"], num_samples=args.samples,
-                tau=0.1, lambda_exp=0.9, eps_u=1e-6, answer_space=space, topk=64,
-                generator=torch.Generator(device=device).manual_seed(args.seed), group_index=group_index,
-            )
+                states, weight, params, group_index=group_index,
+                generator=torch.Generator(device=device).manual_seed(args.seed))
 
         run()  # warm-up
         _, seconds, extra = peak_extra_memory(run, device)

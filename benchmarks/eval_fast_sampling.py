@@ -1,4 +1,4 @@
-"""Evaluation sampling on CPU: ``TransformersBackend.generate`` through ``gc2po.group_sampling``
+"""Evaluation sampling on CPU: ``TransformersBackend.generate`` through ``gc2po.models.sampling``
 (each prompt prefilled once for its n samples, finished rows dropped) against ``model.generate``,
 on the same model, prompts and seed; the completions must be identical.
 
@@ -20,7 +20,7 @@ from _testbed import testbed_parser  # noqa: E402
 
 from gc2po.evaluation.backends import SamplingConfig, TransformersBackend  # noqa: E402
 from gc2po.evaluation.run import prompts_for  # noqa: E402
-from gc2po.train import read_jsonl  # noqa: E402
+from gc2po.training.train import read_jsonl  # noqa: E402
 
 
 def main() -> None:

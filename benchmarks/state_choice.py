@@ -1,6 +1,6 @@
 """Which token's state should R_cf read (``cf_state``)? For one model and split, cor(R_cf, p | f)
 (the partial correlation of a completion's mean R_cf with the oracle's process validity, given
-correctness) at every choice of ``gc2po.episode_states.STATE_CHOICES``, with a 95% bootstrap CI
+correctness) at every choice of ``gc2po.training.episode_states.STATE_CHOICES``, with a 95% bootstrap CI
 over problems. R_cf is computed with the settings a run of the workflow config trains with (its
 resolved ``GC2POConfig``: perturbation, M, tau, lambdas, top-k), not with restated defaults.
 
@@ -18,8 +18,8 @@ import argparse
 import torch
 
 from gc2po.audit import AuditConfig, run_audit
-from gc2po.plan import load_config, training_jobs
-from gc2po.train import build_args, read_jsonl
+from gc2po.training.plan import load_config, training_jobs
+from gc2po.training.train import build_args, read_jsonl
 
 
 def main() -> None:

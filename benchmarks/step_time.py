@@ -1,5 +1,5 @@
 """Time of one testbed training step (16 prompts x 8 completions), where it goes, and the ratio of
-the step with ``gc2po.group_sampling`` (``fast_generation: true``, the default) to the step
+the step with ``gc2po.models.sampling`` (``fast_generation: true``, the default) to the step
 through TRL's ``generate`` call (``fast_generation: false``), in one run.
 
 Settings are the testbed's (config/config.yaml ``train.trainer``: max_completion_length 64,
@@ -48,7 +48,7 @@ NESTED = "R_cf (counterfactual pass)"  # timed inside the loss forward on-policy
 
 def random_testbed_model(workdir: Path) -> Path:
     """A random-weight model of the warm start's shape with a tokenizer trained on testbed text."""
-    from gc2po.models import build_causal_lm, train_tokenizer
+    from gc2po.models.build import build_causal_lm, train_tokenizer
     from gc2po.testbed.generator import generate_splits
     from gc2po.testbed.warmstart import WarmStartConfig, encode_pairs, sft_pairs
 
@@ -93,7 +93,7 @@ class PhaseTimer:
         from accelerate import Accelerator
         from trl import GRPOTrainer
 
-        from gc2po.trl_adapter import GC2POTrainer
+        from gc2po.training.trainer import GC2POTrainer
 
         self.label, self.seconds = None, collections.defaultdict(float)
 
@@ -145,9 +145,9 @@ def run(
     """Train ``steps`` steps; returns the times of steps 2.. and the logged rows."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
-    from gc2po.rewards import REWARDS
-    from gc2po.train import build_args, build_dataset, read_jsonl
-    from gc2po.trl_adapter import GC2POTrainer
+    from gc2po.training.rewards import REWARDS
+    from gc2po.training.train import build_args, build_dataset, read_jsonl
+    from gc2po.training.trainer import GC2POTrainer
 
     run_config = {
         "model": str(model_dir),

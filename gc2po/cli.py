@@ -12,14 +12,14 @@ import sys
 
 
 def _train(ns):
-    from gc2po.run_config import load_run_config, precheck
+    from gc2po.training.run_config import load_run_config, precheck
 
     run = load_run_config(ns.config, ns.set)
     for flag in ("resume", "overwrite"):
         if getattr(ns, flag):
             run[flag] = True
     precheck(run)  # before torch, transformers and trl are imported: bad input fails within a second
-    from gc2po.train import train
+    from gc2po.training.train import train
 
     train(run)
 
@@ -27,8 +27,8 @@ def _train(ns):
 def _plan(ns):
     import pandas as pd
 
-    from gc2po.config_schema import check_schema
-    from gc2po.plan import load_config, memory_plan, validate
+    from gc2po.training.config_schema import check_schema
+    from gc2po.training.plan import load_config, memory_plan, validate
 
     config = load_config(ns.configfile)
     check_schema(config, ns.configfile)
@@ -47,7 +47,7 @@ def _plan(ns):
 def _read_yaml(path: str, what: str) -> dict:
     import yaml
 
-    from gc2po.config_schema import one_line
+    from gc2po.training.config_schema import one_line
 
     try:
         with open(path) as handle:
@@ -69,9 +69,13 @@ def _audit(ns):
     from pathlib import Path
 
     from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, plot_audit, run_audit
-    from gc2po.train import read_jsonl
+    from gc2po.training.train import read_jsonl
 
-    config = AuditConfig(k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens, study_draws=ns.study_draws)
+    from gc2po.training.run_config import build_args, load_run_config
+
+    args = build_args(load_run_config(ns.run_config))
+    config = AuditConfig.from_trainer(args, k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens,
+                                      study_draws=ns.study_draws)
     frame, summary = run_audit(ns.model, read_jsonl(ns.data), config, grid=DEFAULT_GRID if ns.study else None,
                                max_problems=ns.problems)
     out = Path(ns.out)
@@ -128,6 +132,9 @@ def _add_audit(sub):
     p.add_argument("--model", required=True, help="model folder (a testbed model)")
     p.add_argument("--data", required=True, help="testbed split JSONL")
     p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--run-config", required=True,
+                   help="run.yaml of the run whose R_cf settings score the completions "
+                        "(perturbation, cf_state, lambdas; e.g. results/<name>/runs/<base>/<run>/seed0/run.yaml)")
     p.add_argument("--k", type=int, default=8, help="completions per problem (default 8)")
     p.add_argument("--problems", type=int, default=None, help="audit the first N problems (default: all)")
     p.add_argument("--max-new-tokens", type=int, default=96, help="completion length limit (default 96)")

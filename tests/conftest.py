@@ -30,7 +30,7 @@ CORPUS = [
 
 @pytest.fixture(scope="session")
 def fast_tokenizer():
-    from gc2po.models import train_tokenizer
+    from gc2po.models.build import train_tokenizer
 
     return train_tokenizer(CORPUS * 20, vocab_size=300)
 
@@ -38,7 +38,7 @@ def fast_tokenizer():
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, fast_tokenizer):
     """A 2-layer Llama with random weights and the test tokenizer, saved like a Hub model."""
-    from gc2po.models import build_causal_lm
+    from gc2po.models.build import build_causal_lm
 
     path = tmp_path_factory.mktemp("tiny_model")
     model = build_causal_lm(fast_tokenizer, hidden_size=32, num_layers=2, num_heads=2, seed=0)

@@ -139,7 +139,7 @@ def test_tables_subcommand_writes_every_format(tmp_path, capsys):
 
 
 def test_example_run_configs_validate():
-    from gc2po.train import build_args, load_run_config
+    from gc2po.training.train import build_args, load_run_config
 
     for name, method in (("run_testbed.yaml", "gc2po"), ("run_math.yaml", "gc2po")):
         args = build_args(load_run_config(EXAMPLES / name))

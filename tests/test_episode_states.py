@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gc2po.episode_states import STATE_CHOICES, flatten, state_table
-from gc2po.episodes import episode_end_positions, segment_completions
+from gc2po.training.episode_states import STATE_CHOICES, flatten, state_table
+from gc2po.core.segment import episode_end_positions
+from gc2po.training.episodes import segment_completions
 
 TEXTS = [
     "<episode_1>3+4=7</episode_1><episode_2>7*2=14</episode_2>\\boxed{14}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gc2po.models import (
+from gc2po.models.build import (
     EPISODE_TAGS,
     SPECIAL_TOKENS,
     build_causal_lm,
@@ -35,7 +35,7 @@ def test_check_reload_catches_a_tokenizer_that_does_not_survive_a_qwen2_reload(t
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    from gc2po.models import CHAT_TEMPLATE
+    from gc2po.models.build import CHAT_TEMPLATE
 
     words = SPECIAL_TOKENS + [f"w{i}" for i in range(200)]
     raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<|pad|>"))

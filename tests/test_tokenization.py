@@ -1,6 +1,6 @@
 """Incremental decoding with character offsets (token -> episode mapping of sampled ids)."""
 
-from gc2po.tokenization import decode_with_offsets
+from gc2po.models.tokenization import decode_with_offsets
 
 
 def test_offsets_cover_the_decoded_text_including_multibyte_and_special_tokens(fast_tokenizer):

@@ -6,12 +6,18 @@ name -> entry registries filled at import.
 """
 
 from gc2po.core.advantages import gc2po_token_advantages, grpo_advantage, token_advantages
-from gc2po.core.counterfactual import PERTURBATIONS, CounterfactualReward, counterfactual_reward
+from gc2po.core.counterfactual import (
+    PERTURBATIONS,
+    CounterfactualParams,
+    CounterfactualReward,
+    counterfactual_reward,
+)
 from gc2po.core.losses import clipped_token_loss
 from gc2po.core.segment import segment_episodes, token_episode_ids
 
 __all__ = [
     "PERTURBATIONS",
+    "CounterfactualParams",
     "CounterfactualReward",
     "clipped_token_loss",
     "counterfactual_reward",

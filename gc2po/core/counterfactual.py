@@ -149,8 +149,45 @@ class CounterfactualReward(NamedTuple):
 ANSWER_SPACES = ("topk", "vocab")
 
 
-def _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, lambda_sta, eps_u, answer_space, group_index, topk,
-                temperature):
+@dataclass(frozen=True)
+class CounterfactualParams:
+    """R_cf's hyper-parameters under the names of the ``GC2POConfig`` fields they come from
+    (``GC2POConfig.counterfactual_params()``); checked once, here."""
+
+    perturbation: PerturbationSpec  # operators g_m (:func:`build_perturbation`)
+    num_perturbations: int  # M perturbed copies per state
+    cf_tau: float  # tau of the stability term
+    lambda_exp: float  # weight of S_exp
+    lambda_sta: float  # weight of S_sta (1 in the paper; 0 for the w/o S_sta ablation)
+    cf_eps_u: float  # eps_u of the expressiveness term
+    answer_space: str  # "topk": q restricted to the unperturbed top-k, renormalised; "vocab"
+    answer_topk: int  # k of the top-k answer space
+    temperature: float = 1.0  # q(.|u) = softmax(lm_head(u) / temperature): the sampling one
+
+    def __post_init__(self):
+        n = self.num_perturbations
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"num_perturbations must be an int >= 1, got {n!r}")
+        if not self.cf_tau > 0:
+            raise ValueError(f"cf_tau must be > 0, got {self.cf_tau!r}")
+        for name in ("lambda_exp", "lambda_sta"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if not (self.cf_eps_u > 0 and math.isfinite(self.cf_eps_u)):  # 0 makes S_exp 0/0 at u = 0
+            raise ValueError(f"cf_eps_u must be a finite number > 0, got {self.cf_eps_u!r}")
+        if self.answer_space not in ANSWER_SPACES:
+            raise ValueError(f"answer_space must be one of {list(ANSWER_SPACES)}, "
+                             f"got {self.answer_space!r}")
+        k = self.answer_topk
+        if self.answer_space == "topk" and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"answer_topk must be an int >= 1, got {k!r}")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+        build_perturbation(self.perturbation)  # a bad operator or scale fails here
+
+
+def _check_shapes(u, lm_head_weight, group_index):
     if u.ndim != 2:
         raise ValueError(f"u must have shape [E, d], got {tuple(u.shape)}")
     if lm_head_weight.ndim != 2 or lm_head_weight.shape[1] != u.shape[1]:
@@ -158,21 +195,6 @@ def _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, lambda_sta, eps
             f"lm_head_weight must have shape [V, d] with d={u.shape[1]} (from u), "
             f"got {tuple(lm_head_weight.shape)}"
         )
-    if not isinstance(num_samples, int) or num_samples < 1:
-        raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
-    if not tau > 0:
-        raise ValueError(f"tau must be > 0, got {tau!r}")
-    for name, value in (("lambda_exp", lambda_exp), ("lambda_sta", lambda_sta)):
-        if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    if not (eps_u > 0 and math.isfinite(eps_u)):  # eps_u = 0 would make S_exp 0/0 for a zero state
-        raise ValueError(f"eps_u must be a finite number > 0, got {eps_u!r}")
-    if answer_space not in ANSWER_SPACES:
-        raise ValueError(f"answer_space must be one of {list(ANSWER_SPACES)}, got {answer_space!r}")
-    if answer_space == "topk" and not (isinstance(topk, int) and topk >= 1):
-        raise ValueError(f"topk must be an int >= 1, got {topk!r}")
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
     if group_index is not None and tuple(group_index.shape) != (u.shape[0],):
         raise ValueError(
             f"group_index must have shape [E]=({u.shape[0]},), got {tuple(group_index.shape)}"
@@ -182,68 +204,58 @@ def _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, lambda_sta, eps
 def counterfactual_reward(
     u: torch.Tensor,
     lm_head_weight: torch.Tensor,
+    params: CounterfactualParams,
     *,
-    perturbation: PerturbationSpec,
-    num_samples: int,
-    tau: float,
-    lambda_exp: float,
-    eps_u: float,
-    answer_space: str,
     generator: torch.Generator | None,
     group_index: torch.Tensor | None = None,
-    topk: int = 64,
-    temperature: float = 1.0,
     lm_head_bias: torch.Tensor | None = None,
-    lambda_sta: float = 1.0,
     max_chunk_bytes: int = 256 * 2**20,
 ) -> CounterfactualReward:
     """S_sta, S_exp and R_cf for E episode states in one batched pass.
 
     Args:
-        u: [E, d] episode states (final hidden state after the final norm at each episode's
-            last token).
+        u: [E, d] episode states (final hidden state after the final norm at the token
+            ``cf_state`` picks, ``gc2po.training.episode_states``).
         lm_head_weight: [V, d] output projection; q(.|u) = softmax((u W^T + b) / temperature).
-        perturbation: operator spec for :func:`build_perturbation`.
-        num_samples: M perturbed copies per state.
-        tau, lambda_exp, eps_u: the paper's hyper-parameters (Theorem 3.2).
-        lambda_sta: weight of S_sta in R_cf (1 in the paper; 0 for the w/o S_sta ablation).
-        answer_space: ``"topk"`` (restrict q to the top-``topk`` tokens of the unperturbed q,
-            renormalised) or ``"vocab"`` (full vocabulary).
+        params: the hyper-parameters (:class:`CounterfactualParams`).
         generator: torch.Generator for the perturbations (seeded by the caller).
         group_index: [E] prompt-group id of each state (needed by ``group_mix``).
+        lm_head_bias: [V] or None.
         max_chunk_bytes: bound on the fp32 logits held at once; states are processed in chunks
             so memory stays bounded (E*M*V is never allocated for a large vocabulary).
     Returns:
         CounterfactualReward(s_sta [E], s_exp [E], r_cf [E] = lambda_sta s_sta + lambda_exp s_exp)
         in fp32. A state with a non-finite entry scores 0 on both terms (never NaN).
     """
-    _check_args(u, lm_head_weight, num_samples, tau, lambda_exp, lambda_sta, eps_u, answer_space, group_index, topk,
-                temperature)
-    build_perturbation(perturbation)  # fail on a bad spec before any work
+    _check_shapes(u, lm_head_weight, group_index)
     u = u.detach().float()
     finite = torch.isfinite(u).all(-1)  # [E]: a state with inf/NaN (a diverged model) scores 0
     u = torch.where(finite.unsqueeze(-1), u, torch.zeros_like(u))
     weight = lm_head_weight.detach()
     bias = None if lm_head_bias is None else lm_head_bias.detach().float()
     num_episodes, vocab = u.shape[0], weight.shape[0]
-    k = min(topk, vocab) if answer_space == "topk" else vocab
+    vocab_space = params.answer_space == "vocab"
+    k = vocab if vocab_space else min(params.answer_topk, vocab)
+    samples = params.num_perturbations
 
     # perturb all states at once (group_mix needs the siblings), then score in chunks
-    perturbed = perturb(u, perturbation, num_samples, generator=generator, group_index=group_index)
-    s_exp = (perturbed.double().pow(2).sum(-1) / (u.double().pow(2).sum(-1) + eps_u)).mean(0).float()
+    perturbed = perturb(u, params.perturbation, samples, generator=generator,
+                        group_index=group_index)
+    norms = u.double().pow(2).sum(-1) + params.cf_eps_u
+    s_exp = (perturbed.double().pow(2).sum(-1) / norms).mean(0).float()
 
     # fp32 bytes per state: the unperturbed logits [V] and the perturbed ones [M, k] with room
     # for softmax temporaries (x3), plus the gathered top-k rows of W [k, d]
-    rows = k * u.shape[1] if answer_space == "topk" else 0
-    per_state = 4 * (3 * (vocab + num_samples * k) + rows)
+    rows = 0 if vocab_space else k * u.shape[1]
+    per_state = 4 * (3 * (vocab + samples * k) + rows)
     chunk = max(1, min(num_episodes, max_chunk_bytes // per_state))
     s_sta = torch.empty(num_episodes, dtype=torch.float32, device=u.device)
     for lo in range(0, num_episodes, chunk):
         hi = min(lo + chunk, num_episodes)
-        s_sta[lo:hi] = _stability(u[lo:hi], perturbed[:, lo:hi], weight, bias, k, answer_space, tau, temperature)
+        s_sta[lo:hi] = _stability(u[lo:hi], perturbed[:, lo:hi], weight, bias, k, params)
     s_sta = torch.where(finite, torch.nan_to_num(s_sta, nan=0.0, posinf=0.0, neginf=0.0), 0.0)
     s_exp = torch.where(finite, torch.nan_to_num(s_exp, nan=0.0, posinf=0.0, neginf=0.0), 0.0)
-    return CounterfactualReward(s_sta, s_exp, lambda_sta * s_sta + lambda_exp * s_exp)
+    return CounterfactualReward(s_sta, s_exp, params.lambda_sta * s_sta + params.lambda_exp * s_exp)
 
 
 def _project(states: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -252,10 +264,11 @@ def _project(states: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     return logits if bias is None else logits + bias
 
 
-def _stability(u, perturbed, weight, bias, k, answer_space, tau, temperature) -> torch.Tensor:
+def _stability(u, perturbed, weight, bias, k, params: CounterfactualParams) -> torch.Tensor:
     """mean_m exp(-||q(.|u) - q(.|u_m)||^2 / tau) for a chunk: u [e, d], perturbed [M, e, d]."""
+    temperature = params.temperature
     logits = _project(u, weight, bias).float()  # [e, V]
-    if answer_space == "vocab":
+    if params.answer_space == "vocab":
         q = torch.softmax(logits / temperature, dim=-1)
         q_m = torch.softmax(_project(perturbed, weight, bias).float() / temperature, dim=-1)
     else:
@@ -269,4 +282,4 @@ def _stability(u, perturbed, weight, bias, k, answer_space, tau, temperature) ->
         q = torch.softmax(top / temperature, dim=-1)
         q_m = torch.softmax(top_m / temperature, dim=-1)
     dist2 = (q.unsqueeze(0) - q_m).pow(2).sum(-1)  # [M, e]
-    return torch.exp(-dist2 / tau).mean(0)
+    return torch.exp(-dist2 / params.cf_tau).mean(0)

@@ -139,14 +139,14 @@ class TransformersBackend:
 
 
     def _sample_rows(self, input_ids, mask, sampling: SamplingConfig):
-        """The rows ``generate`` would sample, through ``gc2po.group_sampling`` (each prompt's n
+        """The rows ``generate`` would sample, through ``gc2po.models.sampling`` (each prompt's n
         copies prefilled once, finished rows dropped), or None where that path does not apply:
         greedy, top-p below 1, or a GPU (see ``trainer_can_sample``)."""
         if sampling.temperature == 0 or sampling.top_p < 1 or self.device != "cpu":
             return None
         from transformers.generation.logits_process import LogitsProcessorList, TemperatureLogitsWarper
 
-        from gc2po.group_sampling import sample_completions
+        from gc2po.models.sampling import sample_completions
 
         processors = LogitsProcessorList([TemperatureLogitsWarper(sampling.temperature)]
                                          if sampling.temperature != 1.0 else [])

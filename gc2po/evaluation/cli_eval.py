@@ -146,7 +146,7 @@ def load_benchmark_data(config: dict, benchmark: str, config_path: str, out_path
             raise ValueError(f"--benchmark: {benchmark!r} is not a testbed split; valid: {list(TESTBED_SPLITS)}")
         if path is None:
             raise ValueError(f"{config_path}: benchmarks.{benchmark}.path: a testbed split needs its JSONL file")
-        from gc2po.train import read_jsonl
+        from gc2po.training.train import read_jsonl
 
         records = read_jsonl(path)[: spec.get("limit")]
     else:

@@ -31,9 +31,9 @@ class RolloutBatch:
     old_logps: torch.Tensor | None = None  # [B, T] sampling-policy log-probs
     episode_ids: torch.Tensor | None = None  # [B, T], -1 = no episode
     r_cf: torch.Tensor | None = None  # [B, Lmax] R_cf per episode (0 where none)
-    states: Any = None  # gc2po.episodes.EpisodeStates: final-norm states at episode ends
+    states: Any = None  # gc2po.training.episodes.EpisodeStates: final-norm states at episode ends
     extras: dict[str, torch.Tensor] = field(default_factory=dict)  # per-row tensors the method's loss needs
-    services: Any = None  # gc2po.rollout_services.RolloutServices (extra generation and scoring)
+    services: Any = None  # gc2po.training.services.RolloutServices (extra generation and scoring)
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -67,7 +67,7 @@ class Method:
     fidelity: str = "as in the paper"
     loss: LossFn | None = None  # replaces TRL's clipped loss when set (GVPO)
     max_episodes_field: str = "max_episodes"
-    cf_state: str = "episode_end"  # the default token whose state R_cf reads (gc2po.episode_states)
+    cf_state: str = "episode_end"  # the default token whose state R_cf reads (gc2po.training.episode_states)
 
     def __post_init__(self):
         if self.loss_type not in LOSS_TYPES:

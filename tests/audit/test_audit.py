@@ -17,9 +17,19 @@ from gc2po.audit import (
     state_choice_study,
     summarise,
 )
-from gc2po.episode_states import STATE_CHOICES
+from gc2po.core.counterfactual import CounterfactualParams
 from gc2po.evaluation.backends import Generation
 from gc2po.testbed.generator import Problem, solution_text
+from gc2po.training.episode_states import STATE_CHOICES
+
+
+def audit_config(**sampling) -> AuditConfig:
+    """The paper's R_cf settings at the episode ends, M = 2, top-8 answer space."""
+    params = CounterfactualParams(perturbation=[{"name": "dropout", "p": 0.1}, {"name": "gaussian", "sigma": 0.1}],
+                                  num_perturbations=2, cf_tau=0.1, lambda_exp=0.9, lambda_sta=1.0,
+                                  cf_eps_u=1e-6, answer_space="topk", answer_topk=8)
+    return AuditConfig(params, lambda_cf=0.8, trunc_frac=0.05, cf_state="episode_end", **sampling)
+
 
 # f and p of four completions, one per group
 F = [1, 1, 0, 0]
@@ -88,7 +98,7 @@ def test_score_rows_on_handwritten_completions(tiny_model_dir):
              "no idea \\boxed{3}"]
     generations = [Generation(0, i, t, 0, True, tokenizer(t, add_special_tokens=False)["input_ids"]) for i, t in enumerate(texts)]
     frame = score_rows(model, tokenizer, [problem], ["<|user|>q\n<|assistant|>"], generations,
-                       AuditConfig(num_samples=2, answer_topk=8, study_draws=2), grid=[[{"name": "dropout", "p": 0.5}]])
+                       audit_config(study_draws=2), grid=[[{"name": "dropout", "p": 0.5}]])
     assert frame.group.tolist() == ["near_ideal", "near_miss", "lucky_guess", "fully_bad"]
     assert frame.f.tolist() == [1, 0, 1, 0]
     assert frame.episodes.tolist()[:3] == [2, 2, 2] and frame.fallback.tolist() == [False, False, False, True]
@@ -108,7 +118,20 @@ def test_score_rows_on_handwritten_completions(tiny_model_dir):
 
 def test_study_draws_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="study_draws must be an integer >= 1, got 0"):
-        AuditConfig(study_draws=0)
+        audit_config(study_draws=0)
+
+
+def test_the_audit_scores_with_the_run_settings_it_is_given():
+    from gc2po.training.config import GC2POConfig
+
+    args = GC2POConfig(output_dir="unused", method="gc2po_add", use_cpu=True, report_to="none",
+                       perturbation="group_mix", perturbation_alpha=0.6, num_perturbations=3,
+                       lambda_cf=0.5, answer_topk=16)
+    config = AuditConfig.from_trainer(args, k=4, seed=3)
+    assert config.counterfactual == args.counterfactual_params()
+    assert config.counterfactual.perturbation == [{"name": "group_mix", "alpha": 0.6}]
+    assert (config.cf_state, config.lambda_cf, config.k, config.seed) == ("last_content", 0.5, 4, 3)
+    assert config.temperature == args.temperature
 
 
 def test_state_choice_study_reports_each_choice_with_a_problem_bootstrap_ci():

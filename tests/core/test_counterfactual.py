@@ -7,6 +7,7 @@ import torch
 
 from gc2po.core.counterfactual import (
     PERTURBATIONS,
+    CounterfactualParams,
     build_perturbation,
     counterfactual_reward,
     perturb,
@@ -14,7 +15,19 @@ from gc2po.core.counterfactual import (
 )
 
 LN3 = math.log(3.0)
-BASE = dict(num_samples=4, tau=0.1, lambda_exp=0.9, eps_u=1e-6, answer_space="vocab", generator=None)
+# R_cf's settings under their GC2POConfig names (CounterfactualParams), all answer space
+BASE = dict(num_perturbations=4, cf_tau=0.1, lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6,
+            answer_space="vocab", answer_topk=64)
+
+
+def params(**overrides) -> CounterfactualParams:
+    return CounterfactualParams(**{"perturbation": "dropout", **BASE, **overrides})
+
+
+def reward(u, w, generator=None, group_index=None, lm_head_bias=None, **overrides):
+    """counterfactual_reward with BASE's settings changed by ``overrides``."""
+    return counterfactual_reward(u, w, params(**overrides), generator=generator,
+                                 group_index=group_index, lm_head_bias=lm_head_bias)
 
 
 def test_full_dropout_by_hand():
@@ -22,7 +35,7 @@ def test_full_dropout_by_hand():
     # q(g u) = [1/2, 1/2]: ||q - q_m||^2 = 2 * (1/4)^2 = 1/8, S_sta = exp(-(1/8)/0.1) = exp(-1.25)
     # S_exp = 0 / (ln3^2 + eps) = 0, R_cf = exp(-1.25) + 0.9 * 0.
     u = torch.tensor([[LN3, 0.0]])
-    out = counterfactual_reward(u, torch.eye(2), perturbation={"name": "dropout", "p": 1.0}, **BASE)
+    out = reward(u, torch.eye(2), perturbation={"name": "dropout", "p": 1.0})
     assert out.s_sta.item() == pytest.approx(math.exp(-1.25), rel=1e-6)
     assert out.s_exp.item() == 0.0
     assert out.r_cf.item() == pytest.approx(math.exp(-1.25), rel=1e-6)
@@ -33,19 +46,15 @@ def test_group_mix_with_alpha_one_swaps_siblings_by_hand():
     # q(u1) = [3/4, 1/4], q(u2) = [1/4, 3/4]: ||diff||^2 = 2 * (1/2)^2 = 1/2, S_sta = exp(-5)
     # ||u2||^2 = ||u1||^2 = ln3^2: S_exp = ln3^2 / (ln3^2 + 1e-6); R_cf = S_sta + 0.9 S_exp
     u = torch.tensor([[LN3, 0.0], [0.0, LN3]])
-    out = counterfactual_reward(
-        u, torch.eye(2), perturbation={"name": "group_mix", "alpha": 1.0},
-        group_index=torch.tensor([0, 0]), **BASE,
-    )
+    out = reward(u, torch.eye(2), perturbation={"name": "group_mix", "alpha": 1.0},
+                 group_index=torch.tensor([0, 0]))
     s_exp = LN3**2 / (LN3**2 + 1e-6)
     torch.testing.assert_close(out.s_sta, torch.full((2,), math.exp(-5)))
     torch.testing.assert_close(out.s_exp, torch.full((2,), s_exp))
     torch.testing.assert_close(out.r_cf, torch.full((2,), math.exp(-5) + 0.9 * s_exp))
     # an episode alone in its group is left unchanged: S_sta = 1, S_exp = ||u||^2/(||u||^2+eps)
-    alone = counterfactual_reward(
-        u, torch.eye(2), perturbation={"name": "group_mix", "alpha": 1.0},
-        group_index=torch.tensor([0, 1]), **BASE,
-    )
+    alone = reward(u, torch.eye(2), perturbation={"name": "group_mix", "alpha": 1.0},
+                   group_index=torch.tensor([0, 1]))
     torch.testing.assert_close(alone.s_sta, torch.ones(2))
 
 
@@ -53,20 +62,16 @@ def test_topk_restricts_and_renormalises_by_hand():
     # V = 3, W = I, u = [ln 3, 0, -inf-ish]: top-2 = tokens 0, 1 -> q = [3/4, 1/4] exactly as
     # with V = 2 in the dropout case, so S_sta = exp(-1.25) with p = 1 (perturbed logits 0, 0).
     u = torch.tensor([[LN3, 0.0, -30.0]])
-    out = counterfactual_reward(
-        u, torch.eye(3), perturbation={"name": "dropout", "p": 1.0},
-        **{**BASE, "answer_space": "topk"}, topk=2,
-    )
+    out = reward(u, torch.eye(3), perturbation={"name": "dropout", "p": 1.0},
+                 answer_space="topk", answer_topk=2)
     assert out.s_sta.item() == pytest.approx(math.exp(-1.25), rel=1e-6)
 
 
 def test_temperature_and_bias_enter_the_logits():
     # logits = u W^T + b = [ln3, 0] + [0, 0]; temperature 2 halves them: q = softmax([ln3/2, 0])
     u = torch.tensor([[LN3, 0.0]])
-    out = counterfactual_reward(
-        u, torch.eye(2), perturbation={"name": "dropout", "p": 1.0}, temperature=2.0,
-        lm_head_bias=torch.zeros(2), **BASE,
-    )
+    out = reward(u, torch.eye(2), perturbation={"name": "dropout", "p": 1.0}, temperature=2.0,
+                 lm_head_bias=torch.zeros(2))
     q0 = math.sqrt(3) / (math.sqrt(3) + 1)
     dist = 2 * (q0 - 0.5) ** 2
     assert out.s_sta.item() == pytest.approx(math.exp(-dist / 0.1), rel=1e-6)
@@ -97,18 +102,18 @@ def test_chunking_gives_the_same_answer():
     g = torch.Generator().manual_seed(3)
     u, w = torch.randn(37, 32, generator=g), torch.randn(500, 32, generator=g)
     for space in ("vocab", "topk"):
-        kw = dict(perturbation=["dropout", "gaussian"], num_samples=8, tau=0.1, lambda_exp=0.9,
-                  eps_u=1e-6, answer_space=space, topk=16)
-        whole = counterfactual_reward(u, w, generator=torch.Generator().manual_seed(5), **kw)
-        chunked = counterfactual_reward(u, w, generator=torch.Generator().manual_seed(5),
-                                        max_chunk_bytes=1, **kw)
+        settings = params(perturbation=["dropout", "gaussian"], num_perturbations=8,
+                          answer_space=space, answer_topk=16)
+        whole = counterfactual_reward(u, w, settings, generator=torch.Generator().manual_seed(5))
+        chunked = counterfactual_reward(u, w, settings, generator=torch.Generator().manual_seed(5),
+                                        max_chunk_bytes=1)
         for x, y in zip(whole, chunked):
             torch.testing.assert_close(x, y)
 
 
 def test_bounds_and_finiteness_for_zero_states():
     u = torch.zeros(3, 8)
-    out = counterfactual_reward(u, torch.randn(20, 8), perturbation=["dropout", "gaussian"], **BASE)
+    out = reward(u, torch.randn(20, 8), perturbation=["dropout", "gaussian"])
     for x in out:
         assert torch.isfinite(x).all()
     assert ((out.s_sta > 0) & (out.s_sta <= 1)).all()
@@ -117,17 +122,20 @@ def test_bounds_and_finiteness_for_zero_states():
 def test_bf16_weight_is_not_copied_to_fp32_and_result_is_fp32():
     u = torch.randn(4, 16)
     w = torch.randn(50, 16).bfloat16()
-    out = counterfactual_reward(u, w, perturbation="dropout", **{**BASE, "answer_space": "topk"}, topk=8)
+    out = reward(u, w, answer_space="topk", answer_topk=8)
     assert out.r_cf.dtype == torch.float32
 
 
 @pytest.mark.parametrize(
     "override, match",
     [
-        (dict(tau=-1.0), "tau"),
-        (dict(num_samples=0), "num_samples"),
-        (dict(eps_u=-1.0), "eps_u"),
-        (dict(eps_u=0.0), "eps_u must be a finite number > 0"),
+        (dict(cf_tau=-1.0), "cf_tau"),
+        (dict(num_perturbations=0), "num_perturbations"),
+        (dict(num_perturbations=True), "num_perturbations"),
+        (dict(cf_eps_u=-1.0), "cf_eps_u"),
+        (dict(cf_eps_u=0.0), "cf_eps_u must be a finite number > 0"),
+        (dict(answer_space="topk", answer_topk=0), "answer_topk must be an int >= 1"),
+        (dict(temperature=0.0), "temperature must be > 0"),
         (dict(lambda_sta=-0.5), "lambda_sta"),
         (dict(lambda_exp=float("nan")), "lambda_exp"),
         (dict(answer_space="logits"), r"answer_space.*\['topk', 'vocab'\]"),
@@ -135,20 +143,23 @@ def test_bf16_weight_is_not_copied_to_fp32_and_result_is_fp32():
         (dict(perturbation={"name": "dropout", "p": 2.0}), r"dropout.*p must be"),
         (dict(perturbation={"name": "gaussian", "scale": 1.0}), r"unknown parameter 'scale'.*sigma"),
         (dict(perturbation=[]), "at least one"),
-        (dict(group_index=torch.tensor([0])), "group_index"),
     ],
 )
-def test_bad_input_raises_naming_the_argument(override, match):
-    kw = {**BASE, "perturbation": "dropout", **override}
+def test_bad_settings_raise_naming_the_field(override, match):
     with pytest.raises(ValueError, match=match):
-        counterfactual_reward(torch.randn(2, 4), torch.randn(6, 4), **kw)
+        params(**override)
+
+
+def test_bad_group_index_raises():
+    with pytest.raises(ValueError, match="group_index"):
+        reward(torch.randn(2, 4), torch.randn(6, 4), group_index=torch.tensor([0]))
 
 
 def test_mismatched_shapes_raise():
     with pytest.raises(ValueError, match=r"lm_head_weight.*d=4"):
-        counterfactual_reward(torch.randn(2, 4), torch.randn(6, 5), perturbation="dropout", **BASE)
+        reward(torch.randn(2, 4), torch.randn(6, 5))
     with pytest.raises(ValueError, match=r"u must have shape \[E, d\]"):
-        counterfactual_reward(torch.randn(4), torch.randn(6, 4), perturbation="dropout", **BASE)
+        reward(torch.randn(4), torch.randn(6, 4))
 
 
 def test_registry_names_and_duplicate_registration_fails_naming_both_places():
@@ -160,9 +171,8 @@ def test_registry_names_and_duplicate_registration_fails_naming_both_places():
 
 def test_lambda_sta_weights_the_stability_term():
     u, w = torch.randn(5, 8), torch.randn(30, 8)
-    kw = dict(perturbation="dropout", **BASE)
-    full = counterfactual_reward(u, w, **{**kw, "generator": torch.Generator().manual_seed(1)})
-    none = counterfactual_reward(u, w, lambda_sta=0.0, **{**kw, "generator": torch.Generator().manual_seed(1)})
+    full = reward(u, w, generator=torch.Generator().manual_seed(1))
+    none = reward(u, w, lambda_sta=0.0, generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(full.r_cf, full.s_sta + BASE["lambda_exp"] * full.s_exp)
     torch.testing.assert_close(none.r_cf, BASE["lambda_exp"] * none.s_exp)
 
@@ -172,8 +182,7 @@ def test_non_finite_states_score_zero_and_never_nan():
     u[1, 3], u[2, 0] = float("nan"), float("inf")
     u[3] = 1e30  # squares overflow float32
     for space in ("topk", "vocab"):
-        out = counterfactual_reward(u, torch.randn(30, 8), perturbation=["dropout", "gaussian"],
-                                    **{**BASE, "answer_space": space})
+        out = reward(u, torch.randn(30, 8), perturbation=["dropout", "gaussian"], answer_space=space)
         for x in out:
             assert torch.isfinite(x).all()
         assert out.s_sta[1] == 0 and out.s_exp[2] == 0

@@ -1,4 +1,4 @@
-"""The transformers backend samples through ``gc2po.group_sampling`` on CPU when top-p is 1: the
+"""The transformers backend samples through ``gc2po.models.sampling`` on CPU when top-p is 1: the
 same completions as ``model.generate`` with the same seed, and ``generate`` itself otherwise."""
 
 import pytest

@@ -19,17 +19,18 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback, TrainingArguments
 
-from gc2po.core.counterfactual import counterfactual_reward
-from gc2po.distributed import gathered_lm_head, is_zero3_sharded
+from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward
+from gc2po.training.distributed import gathered_lm_head, is_zero3_sharded
 
 VOCAB, HIDDEN = 96, 32
-CF_ARGS = dict(perturbation=["dropout", "gaussian"], num_samples=4, tau=0.1, lambda_exp=0.9, eps_u=1e-6,
-               answer_space="topk", topk=16)
+CF_PARAMS = CounterfactualParams(perturbation=["dropout", "gaussian"], num_perturbations=4, cf_tau=0.1,
+                                 lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6, answer_space="topk",
+                                 answer_topk=16)
 STATES = torch.randn(6, HIDDEN, generator=torch.Generator().manual_seed(1))
 
 
 def r_cf(weight: torch.Tensor) -> torch.Tensor:
-    return counterfactual_reward(STATES, weight, generator=torch.Generator().manual_seed(2), **CF_ARGS).r_cf
+    return counterfactual_reward(STATES, weight, CF_PARAMS, generator=torch.Generator().manual_seed(2)).r_cf
 
 
 class NaNFirstStep(Trainer):

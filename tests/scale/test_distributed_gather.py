@@ -13,11 +13,12 @@ import torch
 from torch import nn
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from gc2po.core.counterfactual import counterfactual_reward
-from gc2po.distributed import gathered_lm_head, is_zero3_param, is_zero3_sharded
+from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward
+from gc2po.training.distributed import gathered_lm_head, is_zero3_param, is_zero3_sharded
 
-CF_ARGS = dict(perturbation=["dropout", "gaussian"], num_samples=4, tau=0.1, lambda_exp=0.9, eps_u=1e-6,
-               answer_space="vocab")
+CF_PARAMS = CounterfactualParams(perturbation=["dropout", "gaussian"], num_perturbations=4, cf_tau=0.1,
+                                 lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6, answer_space="vocab",
+                                 answer_topk=64)
 
 
 class Status(enum.Enum):  # the names DeepSpeed's ZeroParamStatus uses
@@ -61,8 +62,8 @@ def shard(param: nn.Parameter, ds_id: int) -> None:
 
 def r_cf(weight, bias=None):
     states = torch.randn(5, weight.shape[1], generator=torch.Generator().manual_seed(1))
-    return counterfactual_reward(states, weight, lm_head_bias=bias, generator=torch.Generator().manual_seed(2),
-                                 **CF_ARGS).r_cf
+    return counterfactual_reward(states, weight, CF_PARAMS, lm_head_bias=bias,
+                                 generator=torch.Generator().manual_seed(2)).r_cf
 
 
 def tiny_llama(tied: bool) -> LlamaForCausalLM:

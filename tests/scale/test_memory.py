@@ -1,4 +1,4 @@
-"""gc2po.memory: hand-computed cases, DeepSpeed's own estimators, transformers' real Qwen2
+"""gc2po.training.memory: hand-computed cases, DeepSpeed's own estimators, transformers' real Qwen2
 (parameter count and saved activations), monotonicity, and the paper plan on 80 GB GPUs."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 import torch
 
-from gc2po.memory import (
+from gc2po.training.memory import (
     GIB,
     MODEL_SHAPES,
     QWEN25_7B,

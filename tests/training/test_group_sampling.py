@@ -1,4 +1,4 @@
-"""gc2po.group_sampling draws exactly the tokens of transformers' generate, and a training step
+"""gc2po.models.sampling draws exactly the tokens of transformers' generate, and a training step
 through it computes exactly what the step through generate computes."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, GenerationConfig
 
-import gc2po.group_sampling as group_sampling
-from gc2po.group_sampling import row_wise_processors, sample_completions
+import gc2po.models.sampling as group_sampling
+from gc2po.models.sampling import row_wise_processors, sample_completions
 
 from .conftest import record_advantages
 
@@ -128,7 +128,7 @@ def test_a_training_run_is_identical_with_and_without_fast_generation(
 
 def test_a_processor_from_the_models_own_generation_config_keeps_generate(small_run):
     """generate fills the fields TRL leaves unset (min_p) from the model's generation_config."""
-    from gc2po.group_sampling import trainer_completions
+    from gc2po.models.sampling import trainer_completions
 
     trainer = small_run("grpo", out="min_p", save_strategy="no")
     prompt = [[5, 6, 7]] * 2

@@ -11,8 +11,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gc2po.config import GC2POConfig
-from gc2po.ratio_guard import RatioGuard, RatioMismatchError, truncated_sampling_keys
+from gc2po.training.config import GC2POConfig
+from gc2po.training.ratio_guard import RatioGuard, RatioMismatchError, truncated_sampling_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_RUN = dict(output_dir="unused", use_vllm=True, num_generations=2,

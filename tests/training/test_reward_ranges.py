@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gc2po.rewards import REWARDS, check_nonnegative_rewards
-from gc2po.run_config import build_args
+from gc2po.training.rewards import REWARDS, check_nonnegative_rewards
+from gc2po.training.run_config import build_args
 
 
 def penalty(prompts, completions, **kwargs):

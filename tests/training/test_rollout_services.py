@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.rollout_services import RolloutServices, VLLMContinuations, synced_contexts
+from gc2po.training.services import RolloutServices, VLLMContinuations, synced_contexts
 
 
 class FakeRanks:

@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gc2po.run_config import FIELDS_FILE, build_args, describe_fields, prepare_output_dir
+from gc2po.training.run_config import FIELDS_FILE, build_args, describe_fields, prepare_output_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_field_table_of_the_fast_check_equals_the_config_dataclass():
-    from gc2po.config import GC2POConfig
+    from gc2po.training.config import GC2POConfig
 
     assert json.loads(FIELDS_FILE.read_text()) == describe_fields(GC2POConfig), (
-        "gc2po/config_fields.json is stale: regenerate it from describe_fields(GC2POConfig)")
+        "gc2po/training/config_fields.json is stale: regenerate it from describe_fields(GC2POConfig)")
 
 
 def cli_train(tmp_path, run: dict, *flags: str, env: dict | None = None) -> subprocess.CompletedProcess:

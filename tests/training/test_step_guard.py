@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from gc2po.step_guard import NonFiniteStepGuard, NonFiniteStepsError
+from gc2po.training.step_guard import NonFiniteStepGuard, NonFiniteStepsError
 
 
 class PoisonGradients(TrainerCallback):

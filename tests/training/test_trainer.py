@@ -20,7 +20,7 @@ from gc2po.core.baselines import (
 from gc2po.core.corrected import additive_token_advantages
 from gc2po.methods import METHODS
 from gc2po.methods.mrt import boundaries
-from gc2po.train import build_args
+from gc2po.training.train import build_args
 from tests.training.conftest import SMALL, record_advantages
 
 

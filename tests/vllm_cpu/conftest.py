@@ -23,7 +23,7 @@ def vllm_model_dir(tmp_path_factory, fast_tokenizer):
     exercised."""
     from transformers import AutoModelForCausalLM
 
-    from gc2po.models import build_causal_lm
+    from gc2po.models.build import build_causal_lm
 
     model = build_causal_lm(fast_tokenizer, hidden_size=64, num_layers=2, num_heads=2, seed=0)
     eos = fast_tokenizer.eos_token_id

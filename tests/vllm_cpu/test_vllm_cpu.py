@@ -66,7 +66,7 @@ def test_colocated_training_keeps_engine_and_trainer_in_step(method, vllm_model_
                                                               testbed_train_file, tmp_path,
                                                               monkeypatch):
     """3 steps with vLLM generating; MRT's forced-answer continuations go through the engine too
-    (gc2po.rollout_services.VLLMContinuations)."""
+    (gc2po.training.services.VLLMContinuations)."""
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     trainer = make_trainer(vllm_model_dir, testbed_train_file, tmp_path / "run", method,
                            **VLLM_TRAINING)
@@ -93,7 +93,7 @@ def test_stale_engine_weights_trip_the_ratio_guard(vllm_model_dir, testbed_train
     weights one update behind the trainer; the guard (patience 1) stops the run there."""
     import torch
 
-    from gc2po.ratio_guard import RatioMismatchError
+    from gc2po.training.ratio_guard import RatioMismatchError
 
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     trainer = make_trainer(vllm_model_dir, testbed_train_file, tmp_path / "run", "grpo",

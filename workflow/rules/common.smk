@@ -1,10 +1,10 @@
-# Config validation, the training jobs (gc2po.plan) and input functions shared by every stage.
+# Config validation, the training jobs (gc2po.training.plan) and input functions shared by every stage.
 import os
 import sys
 from pathlib import Path
 
-import gc2po.plan as plan
-from gc2po.config_schema import check_schema
+import gc2po.training.plan as plan
+from gc2po.training.config_schema import check_schema
 
 try:  # the schema (one line naming the key, not snakemake.utils.validate's schema dump), then
     # every training job's GC2POConfig and launcher, before any job runs (no model is loaded)
@@ -68,7 +68,7 @@ def train_command(wildcards, input):
     """The training job's command line: gc2po train, under accelerate launch with a launcher."""
     import shlex
 
-    from gc2po.launch import launcher_command
+    from gc2po.training.launch import launcher_command
 
     if LAUNCHER is None:
         command = ["python3", "-m", "gc2po.cli", "train", "--config", input.run_config]

@@ -5,7 +5,7 @@ import sys
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
-from gc2po.convert import wheel_gguf_to_pretrained  # noqa: E402
+from gc2po.models.gguf import wheel_gguf_to_pretrained  # noqa: E402
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

@@ -8,7 +8,7 @@ from _common import logged  # noqa: E402
 
 from gc2po.evaluation.backends import SamplingConfig  # noqa: E402
 from gc2po.evaluation.learning_curve import curve_points, learning_curve  # noqa: E402
-from gc2po.train import read_jsonl  # noqa: E402
+from gc2po.training.train import read_jsonl  # noqa: E402
 
 sm = snakemake  # noqa: F821
 p = sm.params

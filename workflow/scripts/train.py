@@ -1,4 +1,4 @@
-"""Train one (run, seed) with gc2po.train."""
+"""Train one (run, seed) with gc2po.training.train."""
 
 import shutil
 import sys
@@ -8,7 +8,7 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 import torch  # noqa: E402
 from _common import logged  # noqa: E402
 
-from gc2po.train import train  # noqa: E402
+from gc2po.training.train import train  # noqa: E402
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

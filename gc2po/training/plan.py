@@ -6,7 +6,7 @@ Runs: every method of ``methods`` on every base model; the ``ablation_methods``,
 ``sweeps`` and the named ``variants`` (a method with other settings) on the ``ablation_bases``
 only (default: the first base model). A job's trainer
 settings are the config's shared ``train.trainer``, then ``train.per_method[method]``, then the
-run's own (a sweep's lambda); what a method fixes is refused by ``gc2po.train.build_args``.
+run's own (a sweep's lambda); what a method fixes is refused by ``gc2po.training.train.build_args``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from gc2po.config_schema import one_line
+from gc2po.training.config_schema import one_line
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
 SWEEP_KEYS = ("lambda_exp", "lambda_cf")
 SWEEP_METHODS = ("gc2po", "gc2po_add")  # the paper's form (the default) and the corrected one
 
@@ -169,8 +169,8 @@ def training_jobs(config: dict) -> list[TrainingJob]:
 def validate(config: dict, where: str = "config") -> None:
     """Resolve the GC2POConfig of every distinct training job (no model is loaded) and check its
     launcher: a bad key, type or value fails here, naming it, before any job runs."""
-    from gc2po.launch import validate_launcher
-    from gc2po.train import build_args
+    from gc2po.training.launch import validate_launcher
+    from gc2po.training.train import build_args
 
     try:
         _check_method_names(config["train"].get("per_method") or {}, "train.per_method")
@@ -192,7 +192,7 @@ def validate(config: dict, where: str = "config") -> None:
 
 def run_summary(config: dict) -> list[dict[str, Any]]:
     """One row per distinct (base, run): method, processes, batch layout, sequences per step."""
-    from gc2po.train import build_args
+    from gc2po.training.train import build_args
 
     rows, seen = [], set()
     for job in training_jobs(config):
@@ -213,12 +213,12 @@ def run_summary(config: dict) -> list[dict[str, Any]]:
 
 
 def memory_plan(config: dict, gpu_memory_gib: float | None = None):
-    """``run_summary`` with each job's per-GPU memory estimate (``gc2po.memory``) where the base
+    """``run_summary`` with each job's per-GPU memory estimate (``gc2po.training.memory``) where the base
     model's shape is known (the paper's Hub models) and it trains under a launcher."""
     import pandas as pd
 
-    from gc2po.launch import read_accelerate_config
-    from gc2po.memory import GPU_80GB_GIB, MODEL_SHAPES, estimate_memory, job_from_trainer
+    from gc2po.training.launch import read_accelerate_config
+    from gc2po.training.memory import GPU_80GB_GIB, MODEL_SHAPES, estimate_memory, job_from_trainer
 
     launcher = config["train"].get("launcher")
     stage = read_accelerate_config(launcher["config_file"]).zero_stage if launcher else None

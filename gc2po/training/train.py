@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from gc2po.run_config import (  # noqa: F401  (re-exported: the public entry points of a run config)
+from gc2po.training.run_config import (  # noqa: F401  (re-exported: the public entry points of a run config)
     RUN_KEYS,
     TRAINER_DEFAULTS,
     apply_overrides,
@@ -42,7 +42,7 @@ def build_dataset(records: list[dict], task: str):
     """TRL prompt dataset: conversational prompt + the columns the reward needs."""
     from datasets import Dataset
 
-    from gc2po.prompts import TESTBED_INSTRUCTION, build_messages
+    from gc2po.data.prompts import TESTBED_INSTRUCTION, build_messages
 
     rows = []
     for record in records:
@@ -80,8 +80,8 @@ def train(run: dict, log=print) -> Path:
     """Train one run; returns the directory holding the final model."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from gc2po.rewards import REWARDS
-    from gc2po.trl_adapter import GC2POTrainer
+    from gc2po.training.rewards import REWARDS
+    from gc2po.training.trainer import GC2POTrainer
 
     precheck(run)  # the commonest mistakes, within a second
     args = build_args(run)  # everything else, before any model is loaded

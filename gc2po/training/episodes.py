@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 
 from gc2po.core.segment import segment_with_info, token_episode_ids
-from gc2po.tokenization import decode_with_offsets
+from gc2po.models.tokenization import decode_with_offsets
 
 
 @dataclass
@@ -40,18 +40,6 @@ def segment_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Ten
         ids = token_episode_ids(offsets_t, seg.spans, torch.ones(n, dtype=torch.bool))
         episode_ids[row, :n] = ids.to(completion_ids.device)
     return EpisodeBatch(episode_ids, fallbacks, counts, texts, all_offsets)
-
-
-def episode_end_positions(episode_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Last token of every (row, episode) that owns a token, ordered by row then episode.
-
-    episode_ids [B, T] -> (rows [E], slots [E], positions [E], Lmax)."""
-    num_slots = max(1, int(episode_ids.max()) + 1) if episode_ids.numel() else 1
-    positions = torch.arange(episode_ids.shape[1], device=episode_ids.device).expand_as(episode_ids)
-    last = torch.full((episode_ids.shape[0], num_slots), -1, dtype=torch.long, device=episode_ids.device)
-    last.scatter_reduce_(1, episode_ids.long().clamp(min=0), torch.where(episode_ids >= 0, positions, -1), reduce="amax")
-    rows, slots = (last >= 0).nonzero(as_tuple=True)
-    return rows, slots, last[rows, slots], num_slots
 
 
 @dataclass
@@ -117,7 +105,7 @@ class CaptureRequest:
     the trainer's ``_get_per_token_logps_and_entropies``); filled in by that pass."""
 
     episode_ids: torch.Tensor | None = None  # known in the loss pass; segmented from the ids otherwise
-    state_positions: torch.Tensor | None = None  # [B, Lmax] where u is read (gc2po.episode_states)
+    state_positions: torch.Tensor | None = None  # [B, Lmax] where u is read (gc2po.training.episode_states)
     inputs: dict | None = None  # the loss micro-batch whose advantages the pass computes
     done: bool = False
     states: EpisodeStates | None = None

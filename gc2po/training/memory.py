@@ -260,7 +260,7 @@ def job_from_trainer(model: str, trainer: Mapping, *, num_processes: int, zero_s
     """A job from a Hub id of :data:`MODEL_SHAPES` and a resolved trainer mapping (GRPOConfig
     field names; the vLLM ones default as in TRL 1.16). Raises ValueError naming a missing key."""
     if model not in MODEL_SHAPES:
-        raise ValueError(f"model {model!r} has no shape in gc2po.memory.MODEL_SHAPES; known: {sorted(MODEL_SHAPES)}")
+        raise ValueError(f"model {model!r} has no shape in gc2po.training.memory.MODEL_SHAPES; known: {sorted(MODEL_SHAPES)}")
     missing = [key for key in TRAINER_KEYS if key not in trainer]
     if missing:
         raise ValueError(f"trainer.{missing[0]}: missing (the memory plan needs {list(TRAINER_KEYS)})")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 DEFAULT_FILE = "config/config.yaml"  # the embedded default, as the Snakefile names it
 DEFAULT_PATH = SCHEMA.parents[2] / DEFAULT_FILE
 

@@ -10,12 +10,13 @@ from gc2po.core.advantages import EPISODE_WEIGHT_NORMS
 from gc2po.core.counterfactual import (
     ANSWER_SPACES,
     PERTURBATIONS,
+    CounterfactualParams,
     build_perturbation,
     spec_from_fields,
 )
-from gc2po.episode_states import STATE_CHOICES
+from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.methods import METHODS, get_method
-from gc2po.ratio_guard import RatioGuard, truncated_sampling_keys
+from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
 
 PRECISIONS = ("bf16-mixed", "bf16", "fp32")
 
@@ -35,7 +36,7 @@ class GC2POConfig(GRPOConfig):
 
         method (`str`, defaults to `"gc2po"`): training method, a name of `gc2po.methods.METHODS`. A
             method fixes the fields that define it (its loss aggregation, Dr.GRPO's beta 0, an
-            ablation's lambda); `gc2po.train.build_args` refuses a run config that sets them otherwise.
+            ablation's lambda); `gc2po.training.train.build_args` refuses a run config that sets them otherwise.
         precision (`str`, defaults to `"fp32"`): `"bf16-mixed"` (fp32 master weights, bf16 autocast;
             the default on GPU), `"bf16"` (pure bf16 weights: half the memory, but an AdamW step of
             ~1e-6 rounds away on most weights) or `"fp32"`. Sets TRL's `bf16`; the model is loaded in
@@ -61,7 +62,7 @@ class GC2POConfig(GRPOConfig):
         episode_weight_norm (`str`, defaults to `"sum"`): surprise weights sum to 1 per episode
             (`"sum"`, the paper) or average 1 (`"mean"`, no incentive to emit many short episodes).
         cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
-            `gc2po.episode_states.STATE_CHOICES`; `None` takes the method's (`"episode_end"` for
+            `gc2po.training.episode_states.STATE_CHOICES`; `None` takes the method's (`"episode_end"` for
             `gc2po`, which reads EOS for the last episode; `"last_content"` for the corrected
             `gc2po_add`).
         cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
@@ -76,7 +77,7 @@ class GC2POConfig(GRPOConfig):
             (where it is exactly 1). Off: GC2PO costs no forward pass over TRL's GRPO.
         fast_generation (`bool`, defaults to `True`): on the transformers generation path on CPU,
             prefill each prompt once for its K completions and run the model on unfinished rows only
-            (`gc2po.group_sampling`): the same tokens as `generate`, less work. Off: TRL's `generate` call.
+            (`gc2po.models.sampling`): the same tokens as `generate`, less work. Off: TRL's `generate` call.
         max_consecutive_skipped_steps (`int`, defaults to `3`): a step whose loss or gradient norm is
             not finite is skipped (weights, optimizer and scheduler untouched); this many in a row
             stop the run with an error naming the step, the first non-finite parameter and the prompts.
@@ -96,7 +97,7 @@ class GC2POConfig(GRPOConfig):
         rest_min_value (`float`, defaults to `0.2`): minimum predicted step value to clone a rollout.
         rest_value_lr (`float`, defaults to `1e-3`): learning rate of the ReST-MCTS* value head.
 
-        > Sampler/trainer mismatch (`gc2po.ratio_guard`; vLLM with importance-sampling correction)
+        > Sampler/trainer mismatch (`gc2po.training.ratio_guard`; vLLM with importance-sampling correction)
 
         ratio_guard_low, ratio_guard_high (`float`, defaults to `0.95`, `1.05`): band of the mean
             per-token importance ratio trainer/vLLM of a step; outside it the step warns.
@@ -224,6 +225,14 @@ class GC2POConfig(GRPOConfig):
     def advantages_in_loss_forward(self) -> bool:
         """GC2PO on-policy: surprise weights and episode states come from the loss forward itself."""
         return not (self.trl_computes_old_logps or self.sampling_ratio_pass)
+
+    def counterfactual_params(self) -> CounterfactualParams:
+        """R_cf's hyper-parameters as ``gc2po.core.counterfactual`` takes them (same names)."""
+        return CounterfactualParams(
+            perturbation=self.perturbation_spec(), num_perturbations=self.num_perturbations,
+            cf_tau=self.cf_tau, lambda_exp=self.lambda_exp, lambda_sta=self.lambda_sta,
+            cf_eps_u=self.cf_eps_u, answer_space=self.answer_space, answer_topk=self.answer_topk,
+            temperature=self.temperature)
 
     def perturbation_spec(self) -> list[dict]:
         return spec_from_fields(self.perturbation, p=self.perturbation_p, sigma=self.perturbation_sigma,

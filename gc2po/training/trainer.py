@@ -15,20 +15,20 @@ import torch
 from trl import GRPOTrainer
 from trl.models.utils import unwrap_model_for_generation
 
-from gc2po import episode_states, episodes
-from gc2po.config import GC2POConfig
+from gc2po.training import episode_states, episodes
+from gc2po.training.config import GC2POConfig
 from gc2po.core.counterfactual import counterfactual_reward
-from gc2po.distributed import gather_keyed_rows, gathered_lm_head
-from gc2po.episodes import CaptureRequest, EpisodeStates, StateCapture
-from gc2po.group_sampling import trainer_can_sample, trainer_completions
+from gc2po.training.distributed import gather_keyed_rows, gathered_lm_head
+from gc2po.training.episodes import CaptureRequest, EpisodeStates, StateCapture
+from gc2po.models.sampling import trainer_can_sample, trainer_completions
 from gc2po.methods import RolloutBatch, get_method
-from gc2po.ratio_guard import RatioGuard
-from gc2po.rewards import check_nonnegative_rewards, combined_rewards
-from gc2po.rollout_services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
-from gc2po.step_guard import NonFiniteStepGuard
-from gc2po.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
-from gc2po.training_metrics import JsonlMetricsCallback, reduce_over_processes, sampling_ratios
-from gc2po.vllm_cpu_sync import needs_cpu_sync, use_cpu_sync
+from gc2po.training.ratio_guard import RatioGuard
+from gc2po.training.rewards import check_nonnegative_rewards, combined_rewards
+from gc2po.training.services import HFContinuations, RolloutServices, ValueHead, VLLMContinuations
+from gc2po.training.step_guard import NonFiniteStepGuard
+from gc2po.models.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
+from gc2po.training.metrics import JsonlMetricsCallback, reduce_over_processes, sampling_ratios
+from gc2po.training.vllm_cpu_sync import needs_cpu_sync, use_cpu_sync
 
 __all__ = ["GC2POConfig", "GC2POTrainer"]
 
@@ -40,7 +40,7 @@ class GC2POTrainer(GRPOTrainer):
 
     - ``_calculate_rewards``: keep TRL's per-function rewards, to combine them as TRL does
       (weighted sum; a completion no function scored stays NaN and gets advantage 0).
-    - ``_generate_single_turn``: the transformers path samples through ``gc2po.group_sampling``
+    - ``_generate_single_turn``: the transformers path samples through ``gc2po.models.sampling``
       (each prompt prefilled once, finished rows dropped; the same tokens as ``generate``).
     - ``_generate_and_score_completions``: replace TRL's GRPO advantages by the method's, or
       prepare their computation in the loss forward (GC2PO on-policy).
@@ -48,7 +48,7 @@ class GC2POTrainer(GRPOTrainer):
       that runs anyway, and compute deferred advantages inside the loss forward.
     - ``_compute_loss``: methods with their own loss (GVPO); the sampling-ratio metric.
     - ``training_step``, ``_clip_grad_norm``, ``_get_grad_norm``: skip a step whose loss or
-      gradient is not finite (``gc2po.step_guard``).
+      gradient is not finite (``gc2po.training.step_guard``).
     """
 
     def __init__(self, *args, **kwargs):
@@ -203,10 +203,8 @@ class GC2POTrainer(GRPOTrainer):
         all_key, all_u = all_key[order], all_u[order]
         with gathered_lm_head(self.accelerator.unwrap_model(self.model)) as (weight, bias):  # whole under ZeRO-3
             cf = counterfactual_reward(
-                all_u, weight, perturbation=args.perturbation_spec(), num_samples=args.num_perturbations,
-                tau=args.cf_tau, lambda_exp=args.lambda_exp, lambda_sta=args.lambda_sta, eps_u=args.cf_eps_u,
-                answer_space=args.answer_space, topk=args.answer_topk, temperature=self.temperature,
-                lm_head_bias=bias, generator=self._perturbation_generator(all_u.device),
+                all_u, weight, args.counterfactual_params(), lm_head_bias=bias,
+                generator=self._perturbation_generator(all_u.device),
                 group_index=torch.div(all_key, 4096 * batch.group_size, rounding_mode="floor"))
         self._record({"gc2po/s_sta": cf.s_sta.mean().item(), "gc2po/s_exp": cf.s_exp.mean().item(),
                       "gc2po/r_cf": cf.r_cf.mean().item()}, mode)

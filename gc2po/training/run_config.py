@@ -1,5 +1,5 @@
 """Run configs: validation (before any model loads), the resolved GC2POConfig, the output
-directory's state (refuse, resume or start over). See ``gc2po.train`` for the format.
+directory's state (refuse, resume or start over). See ``gc2po.training.train`` for the format.
 
 ``precheck`` needs no torch, transformers or trl import (it reads the GC2POConfig field types
 from ``config_fields.json``, kept equal to the dataclass by a test), so the commonest mistakes
@@ -80,7 +80,7 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
 def load_run_config(path: str | Path, overrides: list[str] | None = None) -> dict:
     import yaml
 
-    from gc2po.config_schema import one_line
+    from gc2po.training.config_schema import one_line
 
     path = Path(path)
     try:
@@ -160,7 +160,7 @@ def precheck(run: dict) -> None:
 def resolve_precision(run: dict) -> str:
     import torch
 
-    from gc2po.config import PRECISIONS
+    from gc2po.training.config import PRECISIONS
 
     precision = run.get("precision") or ("bf16-mixed" if torch.cuda.is_available() else "fp32")
     if precision not in PRECISIONS:
@@ -170,7 +170,7 @@ def resolve_precision(run: dict) -> str:
 
 def build_args(run: dict):
     """Validate a run config and return the GC2POConfig (no model is loaded)."""
-    from gc2po.config import GC2POConfig
+    from gc2po.training.config import GC2POConfig
     from gc2po.methods import get_method
 
     unknown = sorted(set(run) - RUN_KEYS)
@@ -198,7 +198,7 @@ def build_args(run: dict):
     if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
         raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
     if method.nonnegative_rewards:
-        from gc2po.rewards import REWARDS, check_nonnegative_rewards
+        from gc2po.training.rewards import REWARDS, check_nonnegative_rewards
 
         try:
             check_nonnegative_rewards(method.name, [REWARDS[run.get("task", "math")]],

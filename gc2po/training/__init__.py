@@ -1,0 +1,32 @@
+"""RL training of a policy with a registered method, on TRL's ``GRPOTrainer``.
+
+The pipeline, module by module:
+
+- ``run_config``: a run config (YAML) checked before any model loads -> the resolved ``config``
+  (``GC2POConfig``, TRL's ``GRPOConfig`` plus GC2PO's and the baselines' fields);
+- ``train``: model, data and reward -> ``trainer.GC2POTrainer`` -> checkpoints, final model;
+- ``trainer``: the thin TRL adapter; it hands each generation batch to ``scoring``, which turns
+  it into the method's advantages (episodes from ``episodes``, the state each episode is read
+  at from ``episode_states``, R_cf, extra generation and scoring from ``services``);
+- ``rewards``, ``step_guard``, ``ratio_guard``, ``metrics``, ``distributed``,
+  ``vllm_cpu_sync``: what a step needs around that;
+- ``plan``, ``launch``, ``memory``, ``config_schema``: a workflow config -> training jobs, their
+  launch commands and memory estimates.
+
+``GC2POConfig``, ``GC2POTrainer`` and ``train`` are importable from here; they load TRL on first
+use, so the workflow can read ``plan`` without importing it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {"GC2POConfig": "gc2po.training.config", "GC2POTrainer": "gc2po.training.trainer",
+         "train": "gc2po.training.train"}
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'gc2po.training' has no attribute {name!r}")
