@@ -18,10 +18,11 @@ import torch
 
 from gc2po.audit.stats import summarise
 from gc2po.core.advantages import grpo_advantage, trajectory_token_rewards
-from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward
+from gc2po.core.counterfactual import CounterfactualParams
 from gc2po.testbed.oracle import grade
 from gc2po.training.episode_states import STATE_CHOICES, flatten, state_table
-from gc2po.training.episodes import segment_completions
+from gc2po.training.episodes import EpisodeStates, segment_completions
+from gc2po.training.scoring import episode_counterfactuals
 
 DEFAULT_GRID = (
     [[{"name": "dropout", "p": p}] for p in (0.05, 0.1, 0.2, 0.4)]
@@ -114,7 +115,6 @@ def score_rows(model, tokenizer, problems, prompt_texts, generations, config: Au
     mask = torch.tensor([[t < len(c) for t in range(width)] for c in completion_ids])
     episodes = segment_completions(tokenizer, ids, mask)
     weight = model.get_output_embeddings().weight.detach()
-    prompt_of = torch.tensor([g.prompt_index for g in generations])
     special = set(tokenizer.all_special_ids)
 
     def per_completion(values: torch.Tensor, rows_idx, slots, num_slots) -> torch.Tensor:
@@ -124,14 +124,20 @@ def score_rows(model, tokenizer, problems, prompt_texts, generations, config: Au
         means = torch.zeros(len(generations)).index_add_(0, rows_idx, values) / counts.clamp(min=1)
         return table, means
 
+    rows_of = torch.arange(len(generations))
+    if [g.prompt_index for g in generations] != (rows_of // config.k).tolist():
+        raise ValueError("audit: completions must come prompt by prompt, k per prompt")
+    lm_head = (weight, getattr(model.get_output_embeddings(), "bias", None))
+
     def cf_at(choice: str, spec, seed):
-        """R_cf at the states ``choice`` picks, through the trainer's function: (per-episode
-        result, [N, Lmax] table, per-completion mean, the states' (rows, slots, Lmax))."""
+        """R_cf at the states ``choice`` picks, through the trainer's functions (``state_table``,
+        ``episode_counterfactuals``): (per-episode result, [N, Lmax] table, per-completion mean,
+        the states' (rows, slots, Lmax))."""
         rows_idx, slots, positions, num_slots = flatten(state_table(episodes, ids, choice, special))
+        found = EpisodeStates(rows_idx, slots, positions, num_slots, states[rows_idx, positions])
         params = dataclasses.replace(config.counterfactual, perturbation=spec)
-        result = counterfactual_reward(
-            states[rows_idx, positions], weight, params,
-            generator=torch.Generator().manual_seed(seed), group_index=prompt_of[rows_idx])
+        result, _ = episode_counterfactuals(found, rows_of, config.k, params, lm_head,
+                                            generator=torch.Generator().manual_seed(seed))
         where = (rows_idx, slots, num_slots)
         return (result, *per_completion(result.r_cf, *where), where)
 

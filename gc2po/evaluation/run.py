@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gc2po.evaluation import provenance
 from gc2po.data.prompts import TESTBED_INSTRUCTION, build_messages
+from gc2po.evaluation import provenance
 from gc2po.reporting.stats import bootstrap_ci
 
 if TYPE_CHECKING:  # the backends import torch; `gc2po eval` validates its inputs before that

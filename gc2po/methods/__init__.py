@@ -8,6 +8,13 @@ from __future__ import annotations
 
 # importing a module registers its methods
 from gc2po.methods import gc2po, gc2po_corrected, gcpo, grpo, gvpo, mrt, rest_mcts  # noqa: F401
-from gc2po.methods.base import METHODS, Method, RolloutBatch, get_method, register_method
+from gc2po.methods.base import (
+    METHODS,
+    Method,
+    MethodOutput,
+    RolloutBatch,
+    get_method,
+    register_method,
+)
 
-__all__ = ["METHODS", "Method", "RolloutBatch", "get_method", "register_method"]
+__all__ = ["METHODS", "Method", "MethodOutput", "RolloutBatch", "get_method", "register_method"]

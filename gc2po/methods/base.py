@@ -3,9 +3,10 @@ No trl import here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 import torch
 
@@ -32,7 +33,6 @@ class RolloutBatch:
     episode_ids: torch.Tensor | None = None  # [B, T], -1 = no episode
     r_cf: torch.Tensor | None = None  # [B, Lmax] R_cf per episode (0 where none)
     states: Any = None  # gc2po.training.episodes.EpisodeStates: final-norm states at episode ends
-    extras: dict[str, torch.Tensor] = field(default_factory=dict)  # per-row tensors the method's loss needs
     services: Any = None  # gc2po.training.services.RolloutServices (extra generation and scoring)
 
     @property
@@ -40,7 +40,17 @@ class RolloutBatch:
         return self.completion_mask.sum(-1)
 
 
-AdvantageFn = Callable[[RolloutBatch, Any], tuple[torch.Tensor, dict[str, float]]]
+class MethodOutput(NamedTuple):
+    """What an advantage function returns: advantages [B] or [B, T], metrics to log, and per-row
+    tensors its own loss reads (GVPO's centred rewards, GCPO's reference log-probs). A plain
+    ``(advantages, metrics)`` pair is the same with no loss inputs."""
+
+    advantages: torch.Tensor
+    metrics: dict[str, float]
+    loss_inputs: Mapping[str, torch.Tensor] = MappingProxyType({})
+
+
+AdvantageFn = Callable[[RolloutBatch, Any], tuple[torch.Tensor, dict[str, float]] | MethodOutput]
 LossFn = Callable[[torch.Tensor, dict, Any], torch.Tensor]  # (per-token log-probs [B,T], inputs, config) -> loss
 
 

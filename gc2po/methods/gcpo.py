@@ -18,7 +18,7 @@ import torch
 
 from gc2po.core.baselines import gcpo_advantages as gcpo_group_advantages
 from gc2po.core.baselines import gcpo_reference_logps
-from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
+from gc2po.methods.base import MethodOutput, RolloutBatch, advantage_metrics, register_method
 
 
 @register_method(
@@ -26,7 +26,7 @@ from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
     needs_rollout_states=True, needs_old_logps=True, local_groups=True, fixed={"beta": 0.06},
     fidelity="deviation: cheap variant (one sample per context, one alternative integrated output); groups local to a process",
 )
-def gcpo_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
+def gcpo_advantages(batch: RolloutBatch, config) -> MethodOutput:
     services, K = batch.services, batch.group_size
     rows_total = batch.completion_mask.shape[0]
     adv = torch.zeros(rows_total, dtype=torch.float64)
@@ -43,8 +43,9 @@ def gcpo_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
         ctx_logps = services.completion_logps_given(rows, contexts)
         alt_logps = services.completion_logps_given(rows, contexts_alt)
         reference[start:start + K] = gcpo_reference_logps(ctx_logps, alt_logps, batch.old_logps[start:start + K])
-    batch.extras["ref_per_token_logps"] = reference
     metrics = advantage_metrics(adv)
     metrics.update({"gcpo/upsilon_mean": upsilon.mean().item(),
                     "gcpo/upsilon_negative_frac": (upsilon < 0).float().mean().item()})
-    return adv.float().to(batch.completion_mask.device), metrics
+    # the KL term's reference (TRL reads ref_per_token_logps from the batch)
+    loss_inputs = {"ref_per_token_logps": reference}
+    return MethodOutput(adv.float().to(batch.completion_mask.device), metrics, loss_inputs)

@@ -15,7 +15,7 @@ import torch
 
 from gc2po.core.advantages import dr_grpo_advantage, group_normalised
 from gc2po.core.baselines import group_scored_counts, gvpo_on_policy_loss
-from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
+from gc2po.methods.base import MethodOutput, RolloutBatch, advantage_metrics, register_method
 
 
 def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
@@ -31,13 +31,13 @@ def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
     loss=gvpo_method_loss, fixed={"beta": 0.0, "num_iterations": 1},
     fidelity="deviation: mean over groups instead of the sum over a micro-batch; on-policy (one iteration per batch)",
 )
-def gvpo_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
+def gvpo_advantages(batch: RolloutBatch, config) -> MethodOutput:
     """No advantage in the usual sense: the loss needs each completion's centred reward (over the
     scored completions of its group) and how many completions of its group were scored; both
-    travel with the shuffled batch as per-row tensors."""
+    travel with the shuffled batch as per-row tensors (the loss inputs)."""
     centred = group_normalised(batch.rewards, batch.row_index, batch.group_size, estimator=dr_grpo_advantage,
                                gather=batch.gather)
-    batch.extras["gvpo_centered_reward"] = centred
-    batch.extras["gvpo_scored_count"] = group_normalised(
-        batch.rewards, batch.row_index, batch.group_size, estimator=group_scored_counts, gather=batch.gather)
-    return centred, advantage_metrics(centred)
+    scored = group_normalised(batch.rewards, batch.row_index, batch.group_size,
+                              estimator=group_scored_counts, gather=batch.gather)
+    loss_inputs = {"gvpo_centered_reward": centred, "gvpo_scored_count": scored}
+    return MethodOutput(centred, advantage_metrics(centred), loss_inputs)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from gc2po.models.build import build_causal_lm, train_tokenizer
 from gc2po.data.prompts import TESTBED_INSTRUCTION, build_messages
+from gc2po.models.build import build_causal_lm, train_tokenizer
 from gc2po.testbed.generator import Problem, solution_text
 
 LOG_EVERY = 50  # steps between logged mean losses

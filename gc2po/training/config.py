@@ -14,8 +14,8 @@ from gc2po.core.counterfactual import (
     build_perturbation,
     spec_from_fields,
 )
-from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.methods import METHODS, get_method
+from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
 
 PRECISIONS = ("bf16-mixed", "bf16", "fp32")

@@ -1,5 +1,5 @@
-"""Episodes of generated completions: token -> episode ids, episode-end positions, and the
-final-norm hidden states at those positions captured during a forward pass that runs anyway.
+"""Episodes of generated completions: token -> episode ids (``segment_completions``) and the
+final-norm hidden states u read at one token per episode (``EpisodeStates``).
 
 Shared by the trainer and the reward audit; built on the pure functions of ``gc2po.core``.
 """
@@ -65,48 +65,3 @@ class EpisodeStates:
         for index, row in enumerate(self.rows.tolist()):
             last[row] = index  # rows are ordered, so the last index of a row is its last episode
         return self.u[[last[r] for r in rows]].float()
-
-
-class StateCapture:
-    """A forward hook for the backbone (``model.model``) that keeps the final-norm hidden states
-    at given completion positions, chunk by chunk, during a forward pass over left-padded
-    prompts + right-padded completions (the layout TRL's log-prob passes use).
-
-    rows, positions [E]: completion-token coordinates of the wanted states; ``completion_width``:
-    the number of completion columns at the end of each sequence.
-    """
-
-    def __init__(self, rows: torch.Tensor, positions: torch.Tensor, completion_width: int):
-        self.rows, self.positions, self.completion_width = rows, positions, completion_width
-        self.next_row = 0
-        self.parts: list[tuple[torch.Tensor, torch.Tensor]] = []
-
-    def __call__(self, module, args, output):
-        hidden = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
-        chunk, width = hidden.shape[:2]
-        rows = self.rows.to(hidden.device)
-        here = (rows >= self.next_row) & (rows < self.next_row + chunk)
-        index = here.nonzero(as_tuple=True)[0]
-        columns = width - self.completion_width + self.positions.to(hidden.device)[index]
-        self.parts.append((index, hidden[rows[index] - self.next_row, columns].detach()))
-        self.next_row += chunk
-
-    def states(self, hidden_size: int, dtype: torch.dtype, device) -> torch.Tensor:
-        """The captured states [E, d] in the order of ``rows``."""
-        out = torch.zeros(len(self.rows), hidden_size, dtype=dtype, device=device)
-        for index, values in self.parts:
-            out[index.to(device)] = values.to(dtype=dtype, device=device)
-        return out
-
-
-@dataclass
-class CaptureRequest:
-    """A request to keep episode-end states during the next policy pass (see
-    the trainer's ``_get_per_token_logps_and_entropies``); filled in by that pass."""
-
-    episode_ids: torch.Tensor | None = None  # known in the loss pass; segmented from the ids otherwise
-    state_positions: torch.Tensor | None = None  # [B, Lmax] where u is read (gc2po.training.episode_states)
-    inputs: dict | None = None  # the loss micro-batch whose advantages the pass computes
-    done: bool = False
-    states: EpisodeStates | None = None
-    logps: torch.Tensor | None = None

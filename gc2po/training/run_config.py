@@ -170,8 +170,8 @@ def resolve_precision(run: dict) -> str:
 
 def build_args(run: dict):
     """Validate a run config and return the GC2POConfig (no model is loaded)."""
-    from gc2po.training.config import GC2POConfig
     from gc2po.methods import get_method
+    from gc2po.training.config import GC2POConfig
 
     unknown = sorted(set(run) - RUN_KEYS)
     if unknown:

@@ -218,3 +218,30 @@ class RolloutServices:
         for i, values in enumerate(logps):
             result[i, : len(values)] = values
         return result
+
+
+def rollout_services(trainer, inputs: list[dict], output: dict, model_context) -> RolloutServices:
+    """The services of one generation batch of ``trainer`` (a ``GC2POTrainer``): its vLLM engine
+    or transformers generation under ``model_context`` (the policy unwrapped for generation),
+    its first reward function as the outcome of a continuation."""
+    tok, args = trainer.processing_class, trainer.args
+    generate = (VLLMContinuations(trainer.vllm_generation) if trainer.use_vllm else
+                HFContinuations(model_context, tok.pad_token_id, tok.eos_token_id,
+                                trainer.temperature, args.per_device_train_batch_size,
+                                trainer.accelerator.device))
+
+    def outcome(rows: list[int], texts: list[str]) -> torch.Tensor:
+        chosen = [inputs[r] for r in rows]
+        columns = {k: [x[k] for x in chosen] for k in (chosen[0] if chosen else {})
+                   if k not in ("prompt", "completion")}
+        values = trainer.reward_funcs[0](
+            prompts=[x["prompt"] for x in chosen], completion_ids=None,
+            completions=[[{"role": "assistant", "content": t}] for t in texts], **columns)
+        return torch.tensor([0.0 if v is None else float(v) for v in values])
+
+    return RolloutServices(
+        generate=generate, model_context=model_context, tokenizer=tok, outcome=outcome,
+        rollout=output, gather=trainer.accelerator.gather, step=trainer.state.global_step,
+        temperature=trainer.temperature, max_completion_length=args.max_completion_length,
+        force_answer_text=args.force_answer_text, answer_tokens=args.mrt_answer_tokens,
+        value_head=trainer.value_head)

@@ -85,3 +85,32 @@ class NonFiniteStepGuard:
             self.consecutive = 0
         self._prompt_ids, self._loss_finite, self._first_bad = [], True, None
         return skip
+
+
+class NonFiniteStepMixin:
+    """The trainer overrides that send every optimizer step through ``self.step_guard`` (a
+    :class:`NonFiniteStepGuard`); mixed into the trainer before TRL's class."""
+
+    def training_step(self, model, inputs, num_items_in_batch):
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        self.step_guard.note_loss(loss)
+        return loss
+
+    def _clip_grad_norm(self, model):
+        if self.is_deepspeed_enabled:
+            return super()._clip_grad_norm(model)
+        return self.step_guard.clip(model.named_parameters(), self.args.max_grad_norm)
+
+    def _get_grad_norm(self, model, grad_norm=None):
+        if grad_norm is None and not self.is_deepspeed_enabled:
+            grad_norm = self.step_guard.clip(model.named_parameters(), None)
+        grad_norm = super()._get_grad_norm(model, grad_norm=grad_norm)
+        engine_skipped = self.is_deepspeed_enabled and self.accelerator.optimizer_step_was_skipped
+        skipped = self.step_guard.end_step(grad_norm, self.state.global_step + 1, model.parameters(),
+                                           engine_skipped)
+        if not self.is_deepspeed_enabled:
+            # accelerate's optimizer reports a skipped step (its GradScaler overflow flag) through
+            # `step_was_skipped`; the Trainer and the LR scheduler then leave the schedule untouched
+            self.optimizer._is_overflow = skipped
+        self._metrics["train"]["nonfinite/skipped_steps"].append(float(self.step_guard.skipped_total))
+        return grad_norm

@@ -7,6 +7,8 @@ import dataclasses
 import pytest
 import torch
 
+from gc2po.methods import MethodOutput
+
 SMALL = {
     "num_generations": 2,
     "per_device_train_batch_size": 4,
@@ -61,9 +63,9 @@ def record_advantages(trainer) -> list:
     original = trainer.method.advantages
 
     def recording(batch, config):
-        adv, metrics = original(batch, config)
-        calls.append((batch, adv.detach().clone()))
-        return adv, metrics
+        output = MethodOutput(*original(batch, config))
+        calls.append((batch, output.advantages.detach().clone()))
+        return output
 
     trainer.method = dataclasses.replace(trainer.method, advantages=recording)
     return calls

@@ -20,6 +20,7 @@ from gc2po.core.baselines import (
 from gc2po.core.corrected import additive_token_advantages
 from gc2po.methods import METHODS
 from gc2po.methods.mrt import boundaries
+from gc2po.training import trainer as trainer_module
 from gc2po.training.train import build_args
 from tests.training.conftest import SMALL, record_advantages
 
@@ -65,13 +66,13 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
     raise AssertionError(f"no expectation for {method}")
 
 
-def record_services(trainer) -> dict:
+def record_services(monkeypatch) -> dict:
     """Keep what the extra-generation services returned (their outputs are random samples)."""
     log: dict = {}
-    original = trainer._services
+    original = trainer_module.rollout_services
 
-    def services(inputs, output):
-        built = original(inputs, output)
+    def services(*args):
+        built = original(*args)
         for name in ("forced_answer_success", "fit_value_head", "sample_final_states"):
             function = getattr(built, name)
 
@@ -86,15 +87,16 @@ def record_services(trainer) -> dict:
             setattr(built, name, wrapped)
         return built
 
-    trainer._services = services
+    monkeypatch.setattr(trainer_module, "rollout_services", services)
     return log
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_each_method_trains_and_its_advantages_are_its_core_entry_points(method, small_run, tmp_path):
+def test_each_method_trains_and_its_advantages_are_its_core_entry_points(method, small_run, tmp_path,
+                                                                          monkeypatch):
     trainer = small_run(method, out=method)
-    calls, services_log = record_advantages(trainer), record_services(trainer)
+    calls, services_log = record_advantages(trainer), record_services(monkeypatch)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())]
