@@ -81,7 +81,8 @@ def run_steps(model_dir: Path, data: Path, variant: str, *, steps: int, k: int, 
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from gc2po.train import build_args, build_dataset, read_jsonl
+    from gc2po.data.jsonl import read_jsonl
+    from gc2po.train import build_args, build_dataset
     from gc2po.trl_adapter import GC2POTrainer
 
     method = "grpo" if variant == "trl_grpo" else variant

@@ -146,7 +146,8 @@ def run(
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
     from gc2po.rewards import REWARDS
-    from gc2po.train import build_args, build_dataset, read_jsonl
+    from gc2po.data.jsonl import read_jsonl
+    from gc2po.train import build_args, build_dataset
     from gc2po.trl_adapter import GC2POTrainer
 
     run_config = {

@@ -69,7 +69,7 @@ def _audit(ns):
     from pathlib import Path
 
     from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, plot_audit, run_audit
-    from gc2po.train import read_jsonl
+    from gc2po.data.jsonl import read_jsonl
 
     config = AuditConfig(k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens, study_draws=ns.study_draws)
     frame, summary = run_audit(ns.model, read_jsonl(ns.data), config, grid=DEFAULT_GRID if ns.study else None,

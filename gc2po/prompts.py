@@ -23,3 +23,11 @@ def build_messages(question: str, answer_format: str = "math", *, instruction: s
         raise ValueError(f"answer_format must be one of {sorted(ANSWER_FORMATS)}, got {answer_format!r}")
     text = instruction if instruction is not None else EPISODE_INSTRUCTION + ANSWER_FORMATS[answer_format]
     return [{"role": "user", "content": f"{question}\n{text}"}]
+
+
+def record_messages(record: dict, task: str) -> list[dict]:
+    """The prompt of a record, the same in training and evaluation: the testbed's instruction, or
+    the episode instruction with the record's ``meta.answer_format`` (math when absent)."""
+    if task == "testbed":
+        return build_messages(record["question"], instruction=TESTBED_INSTRUCTION)
+    return build_messages(record["question"], record.get("meta", {}).get("answer_format", "math"))

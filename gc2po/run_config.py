@@ -18,11 +18,12 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from gc2po.data.tasks import BENCHMARK, check_task
+
 FIELDS_FILE = Path(__file__).with_name("config_fields.json")  # field -> allowed simple types
 
 RUN_KEYS = {"model", "train_data", "task", "output_dir", "method", "seed", "precision", "resume", "overwrite",
             "trainer", "max_train_examples"}
-TASKS = ("testbed", "math")
 RUN_STATE = "run_config.json"  # beside the checkpoints: the resolved run config and its hash
 
 # TRL's defaults changed across releases and some are traps (bf16 on, gradient checkpointing on,
@@ -89,7 +90,13 @@ def load_run_config(path: str | Path, overrides: list[str] | None = None) -> dic
         raise ValueError(f"{path}: cannot read run config: {one_line(err)}") from err
     if not isinstance(config, dict):
         raise ValueError(f"{path}: run config must be a mapping")
+    check_task(config.get("task", BENCHMARK), f"{path}: task")  # an old spelling, named with its file
     return apply_overrides(config, overrides or [])
+
+
+def run_task(run: dict) -> str:
+    """The run's task (gc2po.data.tasks), ``benchmark`` when not given."""
+    return check_task(run.get("task", BENCHMARK), "run config: task")
 
 
 SIMPLE_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "dict": dict, "list": list, "null": type(None)}
@@ -131,8 +138,7 @@ def precheck(run: dict) -> None:
     for key in ("model", "train_data", "output_dir"):
         if not run.get(key):
             raise ValueError(f"run config: missing required key {key!r}")
-    if run.get("task", "math") not in TASKS:
-        raise ValueError(f"run config: task must be one of {list(TASKS)}, got {run.get('task')!r}")
+    run_task(run)
     if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
         raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
     fields = json.loads(FIELDS_FILE.read_text())
@@ -179,8 +185,7 @@ def build_args(run: dict):
     for key in ("model", "train_data", "output_dir"):
         if not run.get(key):
             raise ValueError(f"run config: missing required key {key!r}")
-    if run.get("task", "math") not in TASKS:
-        raise ValueError(f"run config: task must be one of {list(TASKS)}, got {run.get('task')!r}")
+    run_task(run)
     trainer = dict(run.get("trainer") or {})
     fields = describe_fields(GC2POConfig)
     bad = sorted(set(trainer) - set(fields))
@@ -201,7 +206,7 @@ def build_args(run: dict):
         from gc2po.rewards import REWARDS, check_nonnegative_rewards
 
         try:
-            check_nonnegative_rewards(method.name, [REWARDS[run.get("task", "math")]],
+            check_nonnegative_rewards(method.name, [REWARDS[run_task(run)]],
                                       trainer.get("reward_weights") or [1.0])
         except ValueError as err:
             raise ValueError(f"run config: trainer.reward_weights: {err}") from err
@@ -224,7 +229,7 @@ def run_fingerprint(run: dict, args) -> dict:
     """What makes two runs the same: the resolved trainer config, model, data content, task."""
     data = Path(run["train_data"])
     resolved = {k: v for k, v in args.to_dict().items() if k not in ("output_dir", "logging_dir", "metrics_path")}
-    return {"model": str(run["model"]), "task": run.get("task", "math"), "train_data": str(data),
+    return {"model": str(run["model"]), "task": run_task(run), "train_data": str(data),
             "train_data_sha256": hashlib.sha256(data.read_bytes()).hexdigest() if data.is_file() else None,
             "max_train_examples": run.get("max_train_examples"), "trainer": resolved}
 

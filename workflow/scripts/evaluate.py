@@ -10,7 +10,7 @@ from _common import logged  # noqa: E402
 
 from gc2po.evaluation.provenance import data_provenance  # noqa: E402
 from gc2po.evaluation.run import BenchmarkData, EvalKey, evaluate_model  # noqa: E402
-from gc2po.train import read_jsonl  # noqa: E402
+from gc2po.data.jsonl import read_jsonl  # noqa: E402
 
 sm = snakemake  # noqa: F821
 p = sm.params
