@@ -18,8 +18,8 @@ import argparse
 import torch
 
 from gc2po.audit import AuditConfig, run_audit
-from gc2po.plan import load_config, training_jobs
 from gc2po.data.jsonl import read_jsonl
+from gc2po.plan import load_config, training_jobs
 from gc2po.train import build_args
 
 

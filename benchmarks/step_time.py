@@ -145,8 +145,8 @@ def run(
     """Train ``steps`` steps; returns the times of steps 2.. and the logged rows."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
-    from gc2po.rewards import REWARDS
     from gc2po.data.jsonl import read_jsonl
+    from gc2po.rewards import REWARDS
     from gc2po.train import build_args, build_dataset
     from gc2po.trl_adapter import GC2POTrainer
 

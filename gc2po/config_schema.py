@@ -92,8 +92,9 @@ def check_old_spellings(config: dict, files: list[str] | None = None) -> None:
     if isinstance(train, dict) and "task" in train:
         task = train["task"]
         new = OLD_SPELLINGS.get(task, task) if isinstance(task, str) else task
-        raise ValueError(f"{_setting_file(files, ('train', 'task'))}: train.task: {task!r} is now set by "
-                         f"mode: remove train.task and set mode: {new}")
+        where = _setting_file(files, ("train", "task"))
+        raise ValueError(f"{where}: train.task: {task!r} is now set by mode: remove train.task and "
+                         f"set mode: {new}")
     mode = config.get("mode")
     if isinstance(mode, str) and mode in OLD_SPELLINGS:
         check_task(mode, f"{_setting_file(files, ('mode',))}: mode")

@@ -76,8 +76,8 @@ class TrainingJob:
 
     def run_config(self, config: dict) -> dict:
         """The resolved run config the job trains from (written beside the run). ``resume`` and
-        ``overwrite``: a rerun continues the same config's checkpoints and starts a changed one over.
-        The task is the workflow's ``mode`` (the same vocabulary, gc2po.data.tasks)."""
+        ``overwrite``: a rerun continues the same config's checkpoints and starts a changed one
+        over. The task is the workflow's ``mode`` (the same vocabulary, gc2po.data.tasks)."""
         train = config["train"]
         run = {"model": self.model, "train_data": self.train_data, "task": config["mode"],
                "output_dir": self.output_dir,

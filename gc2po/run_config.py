@@ -90,7 +90,7 @@ def load_run_config(path: str | Path, overrides: list[str] | None = None) -> dic
         raise ValueError(f"{path}: cannot read run config: {one_line(err)}") from err
     if not isinstance(config, dict):
         raise ValueError(f"{path}: run config must be a mapping")
-    check_task(config.get("task", BENCHMARK), f"{path}: task")  # an old spelling, named with its file
+    check_task(config.get("task", BENCHMARK), f"{path}: task")  # an old spelling, with its file
     return apply_overrides(config, overrides or [])
 
 

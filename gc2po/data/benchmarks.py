@@ -41,7 +41,7 @@ class Benchmark:
     split: str
     parse: Callable[[Row, int], tuple[str, str, dict]]  # (row, index) -> (question, answer, meta)
     display_name: str | None = None  # tables' and figures' column name (None: the name itself)
-    grader: str = "math"  # a name of gc2po.evaluation.graders.GRADER_NAMES, per record in meta
+    grader: str = "math"  # a name of gc2po.evaluation.graders.GRADER_KINDS, per record in meta
     answer_format: str = "math"
     hub_config: str | None = None
     id_fields: tuple[str, ...] = ("id", "unique_id", "task_id", "ID", "idx")
@@ -191,8 +191,8 @@ for _benchmark in [
     Benchmark("minerva", "math-ai/minervamath", "test", parse_minerva, "MinervaMATH"),
     Benchmark("gsm8k", "openai/gsm8k", "test", parse_gsm8k, "GSM8K", hub_config="main"),
     Benchmark("gsmplus", "qintongli/GSM-Plus", "testmini", parse_gsmplus, "GSM-Plus"),
-    Benchmark("humaneval", "openai/openai_humaneval", "test", parse_humaneval, "HumanEval", grader="code",
-              answer_format="code"),
+    Benchmark("humaneval", "openai/openai_humaneval", "test", parse_humaneval, "HumanEval",
+              grader="code", answer_format="code"),
     Benchmark("commonsenseqa", "tau/commonsense_qa", "validation", parse_csqa, "CommonsenseQA",
               grader="choice", answer_format="choice"),
     Benchmark("folio", "yale-nlp/FOLIO", "validation", parse_folio, "FOLIO", grader="label",

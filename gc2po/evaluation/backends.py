@@ -144,7 +144,10 @@ class TransformersBackend:
         greedy, top-p below 1, or a GPU (see ``trainer_can_sample``)."""
         if sampling.temperature == 0 or sampling.top_p < 1 or self.device != "cpu":
             return None
-        from transformers.generation.logits_process import LogitsProcessorList, TemperatureLogitsWarper
+        from transformers.generation.logits_process import (
+            LogitsProcessorList,
+            TemperatureLogitsWarper,
+        )
 
         from gc2po.group_sampling import sample_completions
 

@@ -93,7 +93,8 @@ def validate_config(config, config_path: str) -> dict:
 
         if importlib.util.find_spec("vllm") is None:
             raise ValueError(f"{config_path}: backend: 'vllm' needs the gpu extra (pip install -e '.[gpu]')")
-    return {"task": BENCHMARK, "backend": "auto", "sampling": {}, "n_per_benchmark": {}, "budgets": None,
+    return {"task": BENCHMARK, "backend": "auto", "sampling": {}, "n_per_benchmark": {},
+            "budgets": None,
             "batch_size": 32, "output_dir": "results/eval", "benchmarks": {}, **config}
 
 
@@ -122,7 +123,8 @@ def default_key(model: str, base: str | None, run: str | None, seed: int | None,
 
     found = RunDir.of_member(model, RunDir.FINAL)
     if found:
-        return EvalKey(base or found.base, run or found.run, seed if seed is not None else found.seed)
+        return EvalKey(base or found.base, run or found.run,
+                       seed if seed is not None else found.seed)
     label = re.sub(r"[^\w.-]+", "--", model.rstrip("/").split("/")[-1] if Path(model).exists() else model)
     return EvalKey(base or label, run or "base", seed if seed is not None else config_seed)
 

@@ -193,8 +193,8 @@ def grade_none_answer(completion: str, gold: str) -> bool:
 
 
 GRADERS = {"math": grade_math, "choice": grade_choice, "label": grade_label, "none_answer": grade_none_answer}
-CODE_GRADER = "code"  # graded by running the record's tests in the sandbox (gc2po.evaluation.sandbox)
-GRADER_NAMES = (*GRADERS, CODE_GRADER)
+CODE_GRADER = "code"  # runs the record's tests in the sandbox (gc2po.evaluation.sandbox)
+GRADER_KINDS = (*GRADERS, CODE_GRADER)
 
 
 def grade_record(record: dict, completion: str) -> bool:
@@ -208,5 +208,5 @@ def grade_record(record: dict, completion: str) -> bool:
         return grade_code(completion, meta)
     if kind not in GRADERS:
         raise ValueError(f"record {record.get('id')!r}: meta.grader {kind!r} is not a grader; "
-                         f"valid: {list(GRADER_NAMES)}")
+                         f"valid: {list(GRADER_KINDS)}")
     return GRADERS[kind](completion, record["answer"])

@@ -179,7 +179,7 @@ class AuditDir(_Layout):
 
 @dataclass(frozen=True)
 class CheckpointAuditDir(AuditDir):
-    """The reward audit of a run's kept checkpoint ``checkpoint-<step>`` (the audit over training)."""
+    """The reward audit of a run's kept checkpoint ``checkpoint-<step>`` (along training)."""
 
     WHAT: ClassVar[str] = "a checkpoint's audit folder"
     TEMPLATE: ClassVar[str] = "audit/{base}/{model}/seed{seed}/step{step}"

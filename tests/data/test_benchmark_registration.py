@@ -10,7 +10,7 @@ import pytest
 from gc2po.data import BENCHMARKS, Benchmark, load_benchmark, register
 from gc2po.data.tasks import BENCHMARK
 from gc2po.evaluation import cli_eval
-from gc2po.evaluation.graders import GRADER_NAMES
+from gc2po.evaluation.graders import GRADER_KINDS
 from gc2po.evaluation.run import grader_for, prompts_for
 from gc2po.prompts import ANSWER_FORMATS
 from gc2po.reporting.names import benchmark_name, benchmark_order
@@ -33,8 +33,8 @@ def test_a_toy_benchmark_registered_in_one_place_is_loaded_graded_and_named(regi
     register(Benchmark("toy", "nobody/toy", "test", parse_toy, "Toy Bench", grader="choice",
                        answer_format="choice"))
     path = tmp_path / "toy.jsonl"
-    path.write_text("".join(json.dumps({"id": i, "prompt": f"Pick one\n(A) x\n(B) y #{i}", "letter": "B"}) + "\n"
-                            for i in range(3)))
+    rows = [{"id": i, "prompt": f"Pick one\n(A) x\n(B) y #{i}", "letter": "B"} for i in range(3)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     records = load_benchmark("toy", path)
     assert [r["id"] for r in records] == ["toy-0", "toy-1", "toy-2"]
     assert records[0]["meta"] == {"grader": "choice", "answer_format": "choice", "level": None}
@@ -55,7 +55,8 @@ def test_a_name_is_registered_once(registry):
 
 
 def test_every_registered_benchmark_names_a_grader_and_keeps_its_column_name():
-    assert {b.grader for b in BENCHMARKS.values()} <= set(GRADER_NAMES)
-    assert [benchmark_name(b) for b in ("aime2024", "math500", "minerva", "gsmplus", "commonsenseqa")] == \
-        ["AIME 2024", "MATH500", "MinervaMATH", "GSM-Plus", "CommonsenseQA"]
+    assert {b.grader for b in BENCHMARKS.values()} <= set(GRADER_KINDS)
+    keys = ("aime2024", "math500", "minerva", "gsmplus", "commonsenseqa")
+    names = [benchmark_name(b) for b in keys]
+    assert names == ["AIME 2024", "MATH500", "MinervaMATH", "GSM-Plus", "CommonsenseQA"]
     assert benchmark_name("test_id") == "Test (ID)" and benchmark_name("numinamath") == "numinamath"

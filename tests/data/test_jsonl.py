@@ -9,8 +9,8 @@ from gc2po.data.jsonl import read_jsonl
 
 def test_records_are_read_and_blank_lines_skipped(tmp_path):
     path = tmp_path / "d.jsonl"
-    path.write_text('{"id": "a", "question": "q", "answer": "1", "meta": {}}\n\n{"id": "b", "question": "r", '
-                    '"answer": 2}\n')
+    path.write_text('{"id": "a", "question": "q", "answer": "1", "meta": {}}\n\n'
+                    '{"id": "b", "question": "r", "answer": 2}\n')
     assert [r["id"] for r in read_jsonl(path)] == ["a", "b"]
 
 

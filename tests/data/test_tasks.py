@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gc2po.data.tasks import TASKS, check_task
@@ -16,19 +18,22 @@ def test_training_and_evaluation_know_the_same_tasks():
 
 def test_a_task_passes_and_an_old_spelling_names_its_replacement():
     assert [check_task(task, "where") for task in TASKS] == list(TASKS)
-    with pytest.raises(ValueError, match=r"^f.yaml: mode: 'benchmarks' is now spelled 'benchmark': set it to "
-                                         r"benchmark$"):
+    with pytest.raises(ValueError) as err:
         check_task("benchmarks", "f.yaml: mode")
-    with pytest.raises(ValueError, match=r"^run: task: must be one of \['testbed', 'benchmark'\], got 3$"):
+    assert str(err.value) == ("f.yaml: mode: 'benchmarks' is now spelled 'benchmark': "
+                              "set it to benchmark")
+    with pytest.raises(ValueError) as err:
         check_task(3, "run: task")
+    assert str(err.value) == "run: task: must be one of ['testbed', 'benchmark'], got 3"
 
 
 def test_the_benchmark_reward_grades_by_the_record_grader_as_evaluation_does():
     reward, grade = REWARDS["benchmark"], run.grader_for("benchmark")
-    meta = ['{"grader": "math"}', '{"grader": "choice"}', "{}"]  # {}: math by default
-    completions = [[{"role": "assistant", "content": text}] for text in ("\\boxed{4}", "\\boxed{B}", "\\boxed{7}")]
-    answers = ["4", "C", "7"]
-    rewards = reward(None, completions, answer=answers, meta_json=meta)
+    metas = [{"grader": "math"}, {"grader": "choice"}, {}]  # {}: math by default
+    texts, answers = ["\\boxed{4}", "\\boxed{B}", "\\boxed{7}"], ["4", "C", "7"]
+    completions = [[{"role": "assistant", "content": text}] for text in texts]
+    rewards = reward(None, completions, answer=answers, meta_json=[json.dumps(m) for m in metas])
     assert rewards == [1.0, 0.0, 1.0]
-    assert [grade({"answer": a, "meta": {"grader": "choice"} if i == 1 else {}}, c[0]["content"])["correct"]
-            for i, (a, c) in enumerate(zip(answers, completions))] == [True, False, True]
+    grades = [grade({"answer": a, "meta": m}, text)["correct"]
+              for a, m, text in zip(answers, metas, texts)]
+    assert grades == [True, False, True]

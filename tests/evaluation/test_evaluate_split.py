@@ -25,7 +25,8 @@ class AnswerKey:
 def test_evaluate_split_grades_with_the_oracle_and_adds_the_testbed_metrics():
     problems = generate_splits({"test_id": 3}, seed=0)["test_id"]
     result = evaluate_split(AnswerKey(problems), problems, SamplingConfig(n=2))
-    assert (result["problems"], result["samples"], result["accuracy"], result["mean_tokens"]) == (3, 6, 0.5, 10)
+    counts = [result[key] for key in ("problems", "samples", "accuracy", "mean_tokens")]
+    assert counts == [3, 6, 0.5, 10]
     assert result["process_validity"] == 0.5 and result["format_compliance"] == 0.5
     assert sum(result["groups"].values()) == 1.0
 

@@ -5,7 +5,12 @@ import json
 import pandas as pd
 import pytest
 
-from gc2po.evaluation.learning_curve import COLUMNS, accuracy_from_samples, curve_points, learning_curve
+from gc2po.evaluation.learning_curve import (
+    COLUMNS,
+    accuracy_from_samples,
+    curve_points,
+    learning_curve,
+)
 from gc2po.reporting.figures import learning_curves
 
 

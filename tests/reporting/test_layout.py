@@ -31,7 +31,8 @@ def test_the_on_disk_layout_is_the_one_the_workflow_always_wrote():
     assert run.checkpoint(OUT, 30).endswith("/seed0/checkpoint-30")
     sample = EvalFile("b", "m", 3, "aime2024")
     assert sample.path(layout.eval_root(OUT)) == "results/ci/eval/b/m/seed3/aime2024.jsonl"
-    assert sample.path(layout.eval_root(OUT, greedy=True)) == "results/ci/eval_greedy/b/m/seed3/aime2024.jsonl"
+    greedy = layout.eval_root(OUT, greedy=True)
+    assert sample.path(greedy) == "results/ci/eval_greedy/b/m/seed3/aime2024.jsonl"
     assert sample.summary(layout.eval_root(OUT)).endswith("aime2024.jsonl.summary.json")
     assert layout.table_file(OUT, "table1", "md") == "results/ci/tables/table1.md"
     assert layout.figure_file(OUT, "grad_norm") == "results/ci/figures/grad_norm.png"
@@ -40,11 +41,12 @@ def test_the_on_disk_layout_is_the_one_the_workflow_always_wrote():
 
 
 def test_snakemake_wildcards_build_the_rules_patterns():
-    assert RunDir("{base}", "{run}", "{seed}").final("OUT") == "OUT/runs/{base}/{run}/seed{seed}/final"
-    assert EvalFile("{base}", "{model}", "{seed}", "test_id").path("OUT/eval") == \
-        "OUT/eval/{base}/{model}/seed{seed}/test_id.jsonl"
-    checkpoint = CheckpointAuditDir("{base}", "{run}", "{seed}", "{step}")
-    assert checkpoint.file("OUT", AuditDir.SUMMARY) == "OUT/audit/{base}/{run}/seed{seed}/step{step}/summary.json"
+    run = RunDir("{base}", "{run}", "{seed}")
+    assert run.final("OUT") == "OUT/runs/{base}/{run}/seed{seed}/final"
+    sample = EvalFile("{base}", "{model}", "{seed}", "test_id")
+    assert sample.path("OUT/eval") == "OUT/eval/{base}/{model}/seed{seed}/test_id.jsonl"
+    audit = CheckpointAuditDir("{base}", "{run}", "{seed}", "{step}").file("OUT", AuditDir.SUMMARY)
+    assert audit == "OUT/audit/{base}/{run}/seed{seed}/step{step}/summary.json"
 
 
 def test_members_summaries_and_checkpoints_are_parsed():
@@ -52,10 +54,13 @@ def test_members_summaries_and_checkpoints_are_parsed():
     assert RunDir.of_member("x/runs/b/r/seed4/checkpoint-5", RunDir.FINAL) is None
     assert RunDir.of_member("models/my-model", RunDir.FINAL) is None
     assert RunDir.checkpoint_step("checkpoint-45") == 45
-    assert RunDir.checkpoint_step("checkpoint-x") is None and RunDir.checkpoint_step("final") is None
-    assert EvalFile.of_summary("e/b/m/seed1/gsm8k.jsonl.summary.json") == EvalFile("b", "m", 1, "gsm8k")
+    assert RunDir.checkpoint_step("checkpoint-x") is None
+    assert RunDir.checkpoint_step("final") is None
+    summary = "e/b/m/seed1/gsm8k.jsonl.summary.json"
+    assert EvalFile.of_summary(summary) == EvalFile("b", "m", 1, "gsm8k")
     assert layout.audit_of_summary("r/audit/b/m/seed0/summary.json") == AuditDir("b", "m", 0)
-    assert layout.audit_of_summary("r/audit/b/m/seed0/step30/summary.json") == CheckpointAuditDir("b", "m", 0, 30)
+    checkpoint = layout.audit_of_summary("r/audit/b/m/seed0/step30/summary.json")
+    assert checkpoint == CheckpointAuditDir("b", "m", 0, 30)
 
 
 @pytest.mark.parametrize("parse, path, message", [

@@ -132,7 +132,7 @@ def test_paired_macro_test_averages_each_seeds_differences_over_benchmarks_by_ha
 
 
 def test_pass_at_1_per_problem_is_the_mean_correctness_of_its_samples_in_first_seen_order():
-    samples = [{"problem_id": 7, "correct": True}, {"problem_id": "a", "correct": 0},
-               {"problem_id": 7, "correct": False}, {"problem_id": "a", "correct": 1}, {"problem_id": 7, "correct": 1}]
+    samples = [{"problem_id": problem, "correct": correct}
+               for problem, correct in ((7, True), ("a", 0), (7, False), ("a", 1), (7, 1))]
     assert problem_pass_at_1(samples) == {"7": 2 / 3, "a": 0.5}
     assert list(problem_pass_at_1(samples)) == ["7", "a"]

@@ -124,7 +124,8 @@ def test_a_broken_yaml_file_is_one_line_naming_where(loader, what, tmp_path):
 
 OLD_SPELLINGS = [
     ("mode: benchmarks\n", "mode: 'benchmarks' is now spelled 'benchmark': set it to benchmark"),
-    ("train:\n  task: math\n", "train.task: 'math' is now set by mode: remove train.task and set mode: benchmark"),
+    ("train:\n  task: math\n",
+     "train.task: 'math' is now set by mode: remove train.task and set mode: benchmark"),
 ]
 
 
@@ -139,8 +140,8 @@ def test_an_old_task_spelling_names_the_file_the_key_and_the_new_value(overlay, 
 
 def test_snakemake_with_an_old_task_spelling_fails_before_any_job(tmp_path):
     overlay, message = OLD_SPELLINGS[0]
-    out = run(["snakemake", "-n", "--cores", "1", "--configfile", "config/config.yaml", str(tmp_path / "my.yaml")],
-              tmp_path, overlay)
+    layered = ["--configfile", "config/config.yaml", str(tmp_path / "my.yaml")]
+    out = run(["snakemake", "-n", "--cores", "1", *layered], tmp_path, overlay)
     assert out.returncode == 1
     assert out.stderr.strip() == f"config error: {tmp_path}/my.yaml: {message}"
 

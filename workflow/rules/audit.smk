@@ -14,7 +14,8 @@ if AUDIT_MODELS and AUDIT_REWARD_RUN not in RUNS:
                      "(the audit scores R_cf with a GC2PO run's settings)")
 AUDIT_SETTINGS = (next(j for j in JOBS.values() if j.run == AUDIT_REWARD_RUN).run_config(config)
                   if AUDIT_MODELS else {})
-AUDIT_CHECKPOINTS = [CheckpointAuditDir(base, run, AUDIT.get("seed", 0), step).file(OUT, AuditDir.SUMMARY)
+AUDIT_SEED = AUDIT.get("seed", 0)
+AUDIT_CHECKPOINTS = [CheckpointAuditDir(base, run, AUDIT_SEED, step).file(OUT, AuditDir.SUMMARY)
                      for base in BASE_MODELS for run in AUDIT_MODELS if run != "base" and run in models_of(base)
                      for step in AUDIT_STEPS]
 MODEL_AUDIT = AuditDir("{base}", "{model}", "{seed}")  # the audit rules' wildcards
@@ -75,11 +76,12 @@ rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
 
 rule audit_figure:
     input:
-        [AuditDir(base, model, AUDIT.get("seed", 0)).file(OUT, AuditDir.SUMMARY)
+        [AuditDir(base, model, AUDIT_SEED).file(OUT, AuditDir.SUMMARY)
          for base in BASE_MODELS for model in AUDIT_MODELS],
         AUDIT_CHECKPOINTS,
     output:
-        report(figure_file(OUT, "reward_audit"), caption="../report/reward_audit.rst", category="5 Reward audit"),
+        report(figure_file(OUT, "reward_audit"), caption="../report/reward_audit.rst",
+               category="5 Reward audit"),
     log:
         f"logs/{NAME}/audit_figure.log",
     conda:

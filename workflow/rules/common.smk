@@ -6,8 +6,9 @@ from pathlib import Path
 import gc2po.plan as plan
 from gc2po.config_schema import check_schema
 from gc2po.data.tasks import TESTBED as TESTBED_TASK
-from gc2po.reporting.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile, EvalFile,
-                                    RunDir, eval_root, figure_file, report_page, table_file)
+from gc2po.reporting.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile,
+                                    EvalFile, RunDir, eval_root, figure_file, report_page,
+                                    table_file)
 
 try:  # the schema (one line naming the key, not snakemake.utils.validate's schema dump), then
     # every training job's GC2POConfig and launcher, before any job runs (no model is loaded)
@@ -25,7 +26,7 @@ TESTBED = TASK == TESTBED_TASK
 GPU = config["evaluate"]["backend"] == "vllm"  # GPU-sized resources (paper scale) vs CPU-sized ones
 BENCHMARKS = config["evaluate"]["benchmarks"]  # dataset keys evaluated
 BASE_MODELS = plan.base_models(config)
-DATASETS = config.get("datasets") or {}  # benchmarks mode: dataset key -> loader spec
+DATASETS = config.get("datasets") or {}  # mode benchmark: dataset key -> loader spec
 RUNS = plan.runs(config)  # run label -> plan.Run (method, own settings, base models it runs on)
 JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config)}
 LAUNCHER = config["train"].get("launcher")  # None: one process, no accelerate
@@ -141,12 +142,14 @@ if not config["report"]["ablation_methods"]:  # a config without ablations has n
     del TABLE_SPECS["ablation"]
 if GREEDY:
     TABLE_SPECS["table1_greedy"] = (config["report"]["main_methods"], TABLE1_BENCHMARKS,
-                                    "Pass@1 (%) per benchmark, greedy decoding", list(BASE_MODELS), True)
+                                    "Pass@1 (%) per benchmark, greedy decoding", list(BASE_MODELS),
+                                    True)
 
 
 def table_files(wildcards, suffix=""):
     methods, benchmarks, _, bases, *greedy = TABLE_SPECS[wildcards.table]
-    return eval_files(["base"] + methods, benchmarks, bases=bases, suffix=suffix, greedy=any(greedy))
+    return eval_files(["base"] + methods, benchmarks, bases=bases, suffix=suffix,
+                      greedy=any(greedy))
 
 
 # method-against-method tables (gc2po/reporting/comparison.py): "<a>_vs_<b>" -> (a, b)
@@ -177,7 +180,8 @@ if set(LENGTH_RUNS) - set(RUNS):
                      "are not runs of this config")
 
 CHECKPOINTS = [run_dir(j).final(OUT) for j in JOBS.values()]
-TABLES = [table_file(OUT, table, ext) for table in TABLE_SPECS for ext in ("md", "tex", "csv", "html")] + \
+TABLES = [table_file(OUT, table, ext)
+          for table in TABLE_SPECS for ext in ("md", "tex", "csv", "html")] + \
          [table_file(OUT, comparison, ext) for comparison in COMPARISONS for ext in ("md", "csv")]
 FIGURES = [figure_file(OUT, figure) for figure in
            ("grad_norm", "sampling_ratio", "budget_curves", "token_usage", "lambda_ablation")] + \

@@ -11,8 +11,8 @@ rule table:
         md=table_file(OUT, "{table}", "md"),
         tex=table_file(OUT, "{table}", "tex"),
         csv=table_file(OUT, "{table}", "csv"),
-        html=report(table_file(OUT, "{table}", "html"), caption="../report/table.rst", category="3 Evaluation",
-                    subcategory="Tables", labels={"table": "{table}"}),
+        html=report(table_file(OUT, "{table}", "html"), caption="../report/table.rst",
+                    category="3 Evaluation", subcategory="Tables", labels={"table": "{table}"}),
     params:
         spec=lambda wc: TABLE_SPECS[wc.table][:3],
     wildcard_constraints:

@@ -7,9 +7,9 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 import torch  # noqa: E402
 from _common import logged  # noqa: E402
 
+from gc2po.data.jsonl import read_jsonl  # noqa: E402
 from gc2po.evaluation.backends import SamplingConfig  # noqa: E402
 from gc2po.evaluation.learning_curve import curve_points, learning_curve  # noqa: E402
-from gc2po.data.jsonl import read_jsonl  # noqa: E402
 
 sm = snakemake  # noqa: F821
 p = sm.params
