@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gc2po.data.tasks import BENCHMARK, check_task
+from gc2po.reporting.layout import RunDir
 
 FIELDS_FILE = Path(__file__).with_name("config_fields.json")  # field -> allowed simple types
 
@@ -157,7 +158,8 @@ def precheck(run: dict) -> None:
     if not Path(run["train_data"]).is_file():
         raise ValueError(f"run config: train_data {run['train_data']!r}: no such file")
     out = Path(run["output_dir"])
-    used = any(out.glob("checkpoint-*")) or (out / "metrics.jsonl").exists() or (out / "final").exists()
+    used = (any(out.glob(RunDir.CHECKPOINTS)) or (out / RunDir.METRICS).exists()
+            or (out / RunDir.FINAL).exists())
     if used and not (run.get("resume") or run.get("overwrite")):
         raise ValueError(f"output_dir {out}: it holds an earlier run; set overwrite: true (or --overwrite) to start "
                          "over, or resume: true (--resume) to continue it")
@@ -214,7 +216,7 @@ def build_args(run: dict):
     kwargs.update(method=method.name, precision=resolve_precision(run), seed=int(run.get("seed", 0)),
                   output_dir=str(run["output_dir"]))
     kwargs["data_seed"] = kwargs["seed"]
-    kwargs.setdefault("metrics_path", str(Path(run["output_dir"]) / "metrics.jsonl"))
+    kwargs.setdefault("metrics_path", str(Path(run["output_dir"]) / RunDir.METRICS))
     import torch
 
     if not torch.cuda.is_available():
@@ -237,8 +239,10 @@ def run_fingerprint(run: dict, args) -> dict:
 def complete_checkpoints(out: Path) -> list[Path]:
     """Checkpoints of ``out`` in step order whose trainer state was written (it is written last,
     so a job killed while saving leaves an incomplete folder that must not be resumed from)."""
-    found = [p for p in out.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    return sorted((p for p in found if (p / "trainer_state.json").is_file()), key=lambda p: int(p.name.split("-")[-1]))
+    steps = {p: RunDir.checkpoint_step(p.name) for p in out.glob(RunDir.CHECKPOINTS)}
+    complete = [p for p, step in steps.items()
+                if step is not None and (p / "trainer_state.json").is_file()]
+    return sorted(complete, key=steps.get)
 
 
 def prepare_output_dir(run: dict, args, log=print) -> Path | None:
@@ -250,9 +254,9 @@ def prepare_output_dir(run: dict, args, log=print) -> Path | None:
     out = Path(args.output_dir)
     fingerprint = run_fingerprint(run, args)
     digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
-    checkpoints = sorted(out.glob("checkpoint-*"))
+    checkpoints = sorted(out.glob(RunDir.CHECKPOINTS))
     complete = complete_checkpoints(out)
-    used = checkpoints or (out / "metrics.jsonl").exists() or (out / "final").exists()
+    used = checkpoints or (out / RunDir.METRICS).exists() or (out / RunDir.FINAL).exists()
     stored = json.loads((out / RUN_STATE).read_text()).get("sha256") if (out / RUN_STATE).exists() else None
     resume = bool(run.get("resume")) and bool(complete) and stored == digest
     main_process = int(os.environ.get("RANK", "0")) == 0  # under accelerate launch, rank 0 alone writes
@@ -264,9 +268,9 @@ def prepare_output_dir(run: dict, args, log=print) -> Path | None:
                              + ("" if run.get("resume") else ", or resume: true to continue it"))
         if main_process:
             log(f"output_dir {out}: starting over (deleting {len(checkpoints)} checkpoint(s), metrics, final model)")
-            for path in checkpoints + [out / "final"]:
+            for path in checkpoints + [out / RunDir.FINAL]:
                 shutil.rmtree(path, ignore_errors=True)
-            (out / "metrics.jsonl").unlink(missing_ok=True)
+            (out / RunDir.METRICS).unlink(missing_ok=True)
     if resume and main_process:
         for partial in set(checkpoints) - set(complete):  # killed while saving
             log(f"output_dir {out}: removing the incomplete {partial.name}")

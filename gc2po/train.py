@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from gc2po.data.jsonl import read_jsonl
+from gc2po.reporting.layout import RunDir
 from gc2po.run_config import (  # noqa: F401  (re-exported: the public entry points of a run config)
     RUN_KEYS,
     TRAINER_DEFAULTS,
@@ -78,7 +79,7 @@ def train(run: dict, log=print) -> Path:
     log(f"training {args.method} ({args.precision}) on {len(records)} problems -> {args.output_dir} "
         f"(resume={checkpoint is not None}{f' from {checkpoint.name}' if checkpoint else ''})")
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    final = Path(args.output_dir) / "final"
+    final = Path(args.output_dir) / RunDir.FINAL
     trainer.save_model(str(final))  # rank 0 writes; gathers ZeRO-3 shards (16-bit) first
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(final)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gc2po.data import BENCHMARKS
 from gc2po.data.tasks import BENCHMARK, TASKS, TESTBED, check_task
-from gc2po.reporting.layout import RunDir
+from gc2po.reporting.layout import RunDir, summary_path
 
 BACKENDS = ("transformers", "vllm", "auto")
 TESTBED_SPLITS = ("train", "test_id", "test_rephrase", "test_distractor", "test_longer")
@@ -168,7 +168,7 @@ def refuse_foreign_output(out_path: Path, model: str):
     model, e.g. with another protocol, replaces its own files)."""
     import json
 
-    summary = Path(str(out_path) + ".summary.json")
+    summary = summary_path(out_path)
     if not summary.exists():
         return
     try:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from gc2po.data.tasks import BENCHMARK, TESTBED
 from gc2po.evaluation import provenance
 from gc2po.prompts import record_messages
-from gc2po.reporting.layout import EvalFile
+from gc2po.reporting.layout import EvalFile, summary_path
 from gc2po.reporting.stats import bootstrap_ci, problem_pass_at_1
 
 if TYPE_CHECKING:  # the backends import torch; `gc2po eval` validates its inputs before that
@@ -163,7 +163,7 @@ def evaluate(backend, records: list[dict], task: str, sampling: SamplingConfig, 
     tmp = out_path.with_suffix(out_path.suffix + ".tmp")
     tmp.write_text("".join(json.dumps(s) + "\n" for s in samples))
     tmp.replace(out_path)
-    Path(str(out_path) + ".summary.json").write_text(json.dumps(summary, indent=2))
+    summary_path(out_path).write_text(json.dumps(summary, indent=2))
     return summary
 
 

@@ -87,6 +87,7 @@ class RunDir(_Layout):
     METRICS: ClassVar[str] = "metrics.jsonl"
     RUN_CONFIG: ClassVar[str] = "run.yaml"
     CHECKPOINT: ClassVar[str] = "checkpoint-{step}"  # what the trainer names a kept checkpoint
+    CHECKPOINTS: ClassVar[str] = "checkpoint-*"  # every kept checkpoint (a glob)
     base: str
     run: str
     seed: int | str
