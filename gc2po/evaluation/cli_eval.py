@@ -49,7 +49,7 @@ SAMPLING_CHECKS = {
     "stop": (lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v), "a list of strings"),
 }
 TOP_LEVEL_CHECKS = {
-    "task": (lambda v: v in TASKS, f"one of {list(TASKS)}"),  # an old spelling: check_task first
+    "task": (lambda v: v in TASKS, f"one of {list(TASKS)}"),  # check_task names old spellings
     "backend": (lambda v: v in BACKENDS, f"one of {list(BACKENDS)}"),
     "sampling": (lambda v: isinstance(v, dict), "a mapping"),
     "n_per_benchmark": (lambda v: isinstance(v, dict) and all(_positive_int(n) for n in v.values()),
@@ -94,8 +94,8 @@ def validate_config(config, config_path: str) -> dict:
         if importlib.util.find_spec("vllm") is None:
             raise ValueError(f"{config_path}: backend: 'vllm' needs the gpu extra (pip install -e '.[gpu]')")
     return {"task": BENCHMARK, "backend": "auto", "sampling": {}, "n_per_benchmark": {},
-            "budgets": None,
-            "batch_size": 32, "output_dir": "results/eval", "benchmarks": {}, **config}
+            "budgets": None, "batch_size": 32, "output_dir": "results/eval", "benchmarks": {},
+            **config}
 
 
 def check_model(model: str):

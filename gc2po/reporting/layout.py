@@ -4,15 +4,17 @@ figure is written to is built here, and every such path that is read back is par
 One template per kind of path, relative to its root, both builds and parses it, so the two can
 never disagree::
 
-    resources/<name>/                              data and base models (resources_dir)
-    results/<name>/                                everything below (results_dir)
-      runs/<base>/<run>/seed<k>/                   RunDir: run.yaml, metrics.jsonl, final/,
-                                                   checkpoint-<step>/
-      eval/<base>/<model>/seed<k>/<benchmark>.jsonl      EvalFile (eval_greedy/: greedy decoding;
-                                                         gc2po eval's output_dir is such a root)
-      curves/<base>/<run>/seed<k>.csv              CurveFile
-      audit/<base>/<model>/seed<k>[/step<n>]/      AuditDir: summary.json, completions.csv,
-                                                   perturbation_study.csv
+    resources/<name>/                          data and base models (resources_dir)
+    results/<name>/                            everything below (results_dir)
+      runs/<base>/<run>/seed<k>/               RunDir: run.yaml, metrics.jsonl, final/,
+                                               checkpoint-<step>/
+      eval/<base>/<model>/seed<k>/<benchmark>.jsonl
+                                               EvalFile below an evaluation root: eval/,
+                                               eval_greedy/ (greedy decoding), or gc2po
+                                               eval's output_dir
+      curves/<base>/<run>/seed<k>.csv          CurveFile
+      audit/<base>/<model>/seed<k>[/step<n>]/  AuditDir, CheckpointAuditDir: summary.json,
+                                               completions.csv, perturbation_study.csv
       tables/<table>.<ext>, figures/<figure>.png, report/setup.html
 
 Fields may be Snakemake wildcards (``RunDir("{base}", "{run}", "{seed}")``): the built path is
