@@ -33,9 +33,7 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark or training set: everything the workflow, evaluation and reporting need
-    (register it with :func:`register`; README.md, "Add a benchmark")."""
-
+    """A benchmark or training set, known everywhere once registered (README: Add a benchmark)."""
     name: str
     hub_id: str
     split: str
@@ -175,12 +173,11 @@ def last_boxed(text: str) -> str | None:
 BENCHMARKS: dict[str, Benchmark] = {}  # name -> Benchmark, in the paper's column order
 
 
-def register(benchmark: Benchmark) -> Benchmark:
+def register(benchmark: Benchmark) -> None:
     """Add a benchmark: its loader, grader and display name are then known everywhere."""
     if benchmark.name in BENCHMARKS:
         raise ValueError(f"benchmark {benchmark.name!r} is already registered")
     BENCHMARKS[benchmark.name] = benchmark
-    return benchmark
 
 
 for _benchmark in [
