@@ -81,12 +81,13 @@ def run_steps(model_dir: Path, data: Path, variant: str, *, steps: int, k: int, 
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from gc2po.training.train import build_args, build_dataset, read_jsonl
+    from gc2po.data.jsonl import read_jsonl
+    from gc2po.training.train import build_args, build_dataset
     from gc2po.training.trainer import GC2POTrainer
 
     method = "grpo" if variant == "trl_grpo" else variant
     run = {"model": str(model_dir), "train_data": str(data), "output_dir": str(workdir / f"out_{variant}"),
-           "task": "math", "method": method, "seed": 0, "overwrite": True,
+           "task": "benchmark", "method": method, "seed": 0, "overwrite": True,
            "trainer": {"num_generations": k, "per_device_train_batch_size": batch, "max_steps": steps,
                        "max_completion_length": completion_length, "save_strategy": "no", "learning_rate": 1e-6}}
     if precision:
@@ -97,7 +98,7 @@ def run_steps(model_dir: Path, data: Path, variant: str, *, steps: int, k: int, 
     trainer_class = GRPOTrainer if variant == "trl_grpo" else GC2POTrainer
     torch.manual_seed(0)
     trainer = trainer_class(model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype), args=args,
-                            train_dataset=build_dataset(read_jsonl(data), "math"),
+                            train_dataset=build_dataset(read_jsonl(data), "benchmark"),
                             processing_class=AutoTokenizer.from_pretrained(model_dir), reward_funcs=[varying_reward])
     timer = StepTimer()
     trainer.add_callback(timer)

@@ -18,9 +18,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from _testbed import testbed_parser  # noqa: E402
 
+from gc2po.data.jsonl import read_jsonl  # noqa: E402
 from gc2po.evaluation.backends import SamplingConfig, TransformersBackend  # noqa: E402
 from gc2po.evaluation.run import prompts_for  # noqa: E402
-from gc2po.training.train import read_jsonl  # noqa: E402
 
 
 def main() -> None:

@@ -18,8 +18,9 @@ import argparse
 import torch
 
 from gc2po.audit import AuditConfig, run_audit
+from gc2po.data.jsonl import read_jsonl
 from gc2po.training.plan import load_config, training_jobs
-from gc2po.training.train import build_args, read_jsonl
+from gc2po.training.train import build_args
 
 
 def main() -> None:

@@ -145,8 +145,9 @@ def run(
     """Train ``steps`` steps; returns the times of steps 2.. and the logged rows."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
+    from gc2po.data.jsonl import read_jsonl
     from gc2po.training.rewards import REWARDS
-    from gc2po.training.train import build_args, build_dataset, read_jsonl
+    from gc2po.training.train import build_args, build_dataset
     from gc2po.training.trainer import GC2POTrainer
 
     run_config = {

@@ -21,9 +21,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from _testbed import testbed_parser  # noqa: E402
 
+from gc2po.data.jsonl import read_jsonl  # noqa: E402
 from gc2po.evaluation.backends import SamplingConfig, TransformersBackend  # noqa: E402
 from gc2po.evaluation.run import generate_and_grade  # noqa: E402
-from gc2po.training.train import read_jsonl  # noqa: E402
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

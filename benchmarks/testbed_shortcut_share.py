@@ -12,7 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from gc2po.training.train import read_jsonl
+from gc2po.data.jsonl import read_jsonl
 
 COPY = "<episode_1>bet="
 

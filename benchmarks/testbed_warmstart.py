@@ -13,7 +13,7 @@ import time
 import torch
 
 from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
-from gc2po.testbed.evaluate import evaluate_split
+from gc2po.evaluation.run import evaluate_split
 from gc2po.testbed.generator import generate_splits
 from gc2po.testbed.warmstart import WarmStartConfig, warm_start
 

@@ -19,7 +19,7 @@ import torch
 
 import gc2po.testbed.warmstart as trainer_version
 from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
-from gc2po.testbed.evaluate import evaluate_split
+from gc2po.evaluation.run import evaluate_split
 from gc2po.testbed.generator import generate_splits
 
 LOOP_COMMIT = "78901eb"  # the last commit with the hand-written loop

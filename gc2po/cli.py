@@ -69,8 +69,8 @@ def _audit(ns):
     from pathlib import Path
 
     from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, plot_audit, run_audit
+    from gc2po.data.jsonl import read_jsonl
     from gc2po.training.run_config import build_args, load_run_config
-    from gc2po.training.train import read_jsonl
 
     args = build_args(load_run_config(ns.run_config))
     config = AuditConfig.from_trainer(args, k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens,

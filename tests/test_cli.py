@@ -89,7 +89,8 @@ def test_a_folder_without_a_model_fails_fast(tmp_path):
     ({"batch_size": "32"}, ["batch_size", "'32'"]),
     ({"budgets": [8, -1]}, ["budgets", "[8, -1]"]),
     ({"surprise": 1}, ["unknown key(s) ['surprise']"]),
-    ({"task": "math"}, ["task", "'math'"]),
+    ({"task": "math"}, ["task", "'math' is now spelled 'benchmark'", "set it to benchmark"]),
+    ({"task": "poetry"}, ["task", "one of ['testbed', 'benchmark']", "'poetry'"]),
     ({"benchmarks": {"test_id": {"path": "x.jsonl", "limit": 0}}}, ["benchmarks.test_id.limit", "0"]),
     ({"benchmarks": {"test_id": {"path": "missing.jsonl"}}}, ["missing.jsonl"]),
 ])

@@ -33,11 +33,13 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class Benchmark:
+    """A benchmark or training set, known everywhere once registered (README: Add a benchmark)."""
     name: str
     hub_id: str
     split: str
     parse: Callable[[Row, int], tuple[str, str, dict]]  # (row, index) -> (question, answer, meta)
-    grader: str = "math"
+    display_name: str | None = None  # tables' and figures' column name (None: the name itself)
+    grader: str = "math"  # a name of gc2po.evaluation.graders.GRADER_KINDS, per record in meta
     answer_format: str = "math"
     hub_config: str | None = None
     id_fields: tuple[str, ...] = ("id", "unique_id", "task_id", "ID", "idx")
@@ -168,17 +170,30 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
-BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in [
-    Benchmark("aime2024", "HuggingFaceH4/aime_2024", "train", parse_math),
-    Benchmark("aime2025", "yentinglin/aime_2025", "train", parse_math),
-    Benchmark("amc2023", "math-ai/amc23", "test", parse_math),
-    Benchmark("math500", "HuggingFaceH4/MATH-500", "test", parse_math),
-    Benchmark("minerva", "math-ai/minervamath", "test", parse_minerva),
-    Benchmark("gsm8k", "openai/gsm8k", "test", parse_gsm8k, hub_config="main"),
-    Benchmark("gsmplus", "qintongli/GSM-Plus", "testmini", parse_gsmplus),
-    Benchmark("humaneval", "openai/openai_humaneval", "test", parse_humaneval, grader="code", answer_format="code"),
-    Benchmark("commonsenseqa", "tau/commonsense_qa", "validation", parse_csqa, grader="choice", answer_format="choice"),
-    Benchmark("folio", "yale-nlp/FOLIO", "validation", parse_folio, grader="label", answer_format="label"),
+BENCHMARKS: dict[str, Benchmark] = {}  # name -> Benchmark, in the paper's column order
+
+
+def register(benchmark: Benchmark) -> None:
+    """Add a benchmark: its loader, grader and display name are then known everywhere."""
+    if benchmark.name in BENCHMARKS:
+        raise ValueError(f"benchmark {benchmark.name!r} is already registered")
+    BENCHMARKS[benchmark.name] = benchmark
+
+
+for _benchmark in [
+    Benchmark("aime2024", "HuggingFaceH4/aime_2024", "train", parse_math, "AIME 2024"),
+    Benchmark("aime2025", "yentinglin/aime_2025", "train", parse_math, "AIME 2025"),
+    Benchmark("amc2023", "math-ai/amc23", "test", parse_math, "AMC 2023"),
+    Benchmark("math500", "HuggingFaceH4/MATH-500", "test", parse_math, "MATH500"),
+    Benchmark("minerva", "math-ai/minervamath", "test", parse_minerva, "MinervaMATH"),
+    Benchmark("gsm8k", "openai/gsm8k", "test", parse_gsm8k, "GSM8K", hub_config="main"),
+    Benchmark("gsmplus", "qintongli/GSM-Plus", "testmini", parse_gsmplus, "GSM-Plus"),
+    Benchmark("humaneval", "openai/openai_humaneval", "test", parse_humaneval, "HumanEval",
+              grader="code", answer_format="code"),
+    Benchmark("commonsenseqa", "tau/commonsense_qa", "validation", parse_csqa, "CommonsenseQA",
+              grader="choice", answer_format="choice"),
+    Benchmark("folio", "yale-nlp/FOLIO", "validation", parse_folio, "FOLIO", grader="label",
+              answer_format="label"),
     # training sets
     Benchmark("aime_train", "gneubig/aime-1983-2024", "train", parse_math,
               notes="AIME 1983-2023; the paper's 919-problem subset is not pinned down: select by years/limit"),
@@ -186,7 +201,8 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in [
               notes="answer = last \\boxed{} of the solution; the paper uses a seeded random 4,000-problem subset",
               defaults={"skip_unanswerable": True},
               columns=("problem", "instruction", "question", "solution", "response", "source")),  # not ``messages``
-]}
+]:
+    register(_benchmark)
 
 
 class IndexedRow(NamedTuple):

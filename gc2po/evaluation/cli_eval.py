@@ -24,12 +24,12 @@ import re
 from pathlib import Path
 
 from gc2po.data import BENCHMARKS
+from gc2po.data.tasks import BENCHMARK, TASKS, TESTBED, check_task
+from gc2po.reporting.layout import RunDir, summary_path
 
-TASKS = ("benchmark", "testbed")
 BACKENDS = ("transformers", "vllm", "auto")
 TESTBED_SPLITS = ("train", "test_id", "test_rephrase", "test_distractor", "test_longer")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-RUN_LAYOUT = re.compile(r"(?:^|/)runs/(?P<base>[^/]+)/(?P<run>[^/]+)/seed(?P<seed>\d+)/final/?$")
 
 
 def _positive_int(value, minimum=1):
@@ -49,7 +49,7 @@ SAMPLING_CHECKS = {
     "stop": (lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v), "a list of strings"),
 }
 TOP_LEVEL_CHECKS = {
-    "task": (lambda v: v in TASKS, f"one of {list(TASKS)}"),
+    "task": (lambda v: v in TASKS, f"one of {list(TASKS)}"),  # check_task names old spellings
     "backend": (lambda v: v in BACKENDS, f"one of {list(BACKENDS)}"),
     "sampling": (lambda v: isinstance(v, dict), "a mapping"),
     "n_per_benchmark": (lambda v: isinstance(v, dict) and all(_positive_int(n) for n in v.values()),
@@ -81,6 +81,7 @@ def validate_config(config, config_path: str) -> dict:
     """Check every key and value of an eval config; returns it with defaults filled in."""
     if not isinstance(config, dict):
         raise ValueError(f"{config_path}: an eval config must be a mapping")
+    check_task(config.get("task", BENCHMARK), f"{config_path}: task")
     _check(config, TOP_LEVEL_CHECKS, f"{config_path}: ")
     _check(config.get("sampling") or {}, SAMPLING_CHECKS, f"{config_path}: sampling.")
     for name, spec in (config.get("benchmarks") or {}).items():
@@ -92,8 +93,9 @@ def validate_config(config, config_path: str) -> dict:
 
         if importlib.util.find_spec("vllm") is None:
             raise ValueError(f"{config_path}: backend: 'vllm' needs the gpu extra (pip install -e '.[gpu]')")
-    return {"task": "benchmark", "backend": "auto", "sampling": {}, "n_per_benchmark": {}, "budgets": None,
-            "batch_size": 32, "output_dir": "results/eval", "benchmarks": {}, **config}
+    return {"task": BENCHMARK, "backend": "auto", "sampling": {}, "n_per_benchmark": {},
+            "budgets": None, "batch_size": 32, "output_dir": "results/eval", "benchmarks": {},
+            **config}
 
 
 def check_model(model: str):
@@ -119,9 +121,10 @@ def default_key(model: str, base: str | None, run: str | None, seed: int | None,
     is its own base (``run = base``, the config's sampling seed)."""
     from gc2po.evaluation.run import EvalKey
 
-    found = RUN_LAYOUT.search(Path(model).as_posix())
+    found = RunDir.of_member(model, RunDir.FINAL)
     if found:
-        return EvalKey(base or found["base"], run or found["run"], seed if seed is not None else int(found["seed"]))
+        return EvalKey(base or found.base, run or found.run,
+                       seed if seed is not None else found.seed)
     label = re.sub(r"[^\w.-]+", "--", model.rstrip("/").split("/")[-1] if Path(model).exists() else model)
     return EvalKey(base or label, run or "base", seed if seed is not None else config_seed)
 
@@ -141,12 +144,12 @@ def load_benchmark_data(config: dict, benchmark: str, config_path: str, out_path
     path = _resolve(spec.get("path"), config_path)
     if path is not None and not Path(path).exists():
         raise ValueError(f"{config_path}: benchmarks.{benchmark}.path: {path} does not exist")
-    if config["task"] == "testbed":
+    if config["task"] == TESTBED:
         if benchmark not in TESTBED_SPLITS:
             raise ValueError(f"--benchmark: {benchmark!r} is not a testbed split; valid: {list(TESTBED_SPLITS)}")
         if path is None:
             raise ValueError(f"{config_path}: benchmarks.{benchmark}.path: a testbed split needs its JSONL file")
-        from gc2po.training.train import read_jsonl
+        from gc2po.data.jsonl import read_jsonl
 
         records = read_jsonl(path)[: spec.get("limit")]
     else:
@@ -165,7 +168,7 @@ def refuse_foreign_output(out_path: Path, model: str):
     model, e.g. with another protocol, replaces its own files)."""
     import json
 
-    summary = Path(str(out_path) + ".summary.json")
+    summary = summary_path(out_path)
     if not summary.exists():
         return
     try:

@@ -193,3 +193,20 @@ def grade_none_answer(completion: str, gold: str) -> bool:
 
 
 GRADERS = {"math": grade_math, "choice": grade_choice, "label": grade_label, "none_answer": grade_none_answer}
+CODE_GRADER = "code"  # runs the record's tests in the sandbox (gc2po.evaluation.sandbox)
+GRADER_KINDS = (*GRADERS, CODE_GRADER)
+
+
+def grade_record(record: dict, completion: str) -> bool:
+    """A benchmark record's grade, by its ``meta.grader`` (math when absent): the one grading of
+    non-testbed records, for evaluation and for the training reward alike."""
+    meta = record.get("meta", {})
+    kind = meta.get("grader", "math")
+    if kind == CODE_GRADER:
+        from gc2po.evaluation.sandbox import grade_code
+
+        return grade_code(completion, meta)
+    if kind not in GRADERS:
+        raise ValueError(f"record {record.get('id')!r}: meta.grader {kind!r} is not a grader; "
+                         f"valid: {list(GRADER_KINDS)}")
+    return GRADERS[kind](completion, record["answer"])

@@ -10,12 +10,12 @@ checkpoints are evaluated here, through the workflow's evaluation code.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pandas as pd
 
-CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+from gc2po.reporting.layout import RunDir
+
 COLUMNS = ["step", "benchmark", "accuracy", "problems", "samples", "model"]
 
 
@@ -23,13 +23,13 @@ def curve_points(run_dir: str | Path, max_steps: int) -> list[tuple[int, str]]:
     """(step, model folder) of every kept checkpoint strictly between step 0 and ``max_steps``,
     in step order (a checkpoint at ``max_steps`` is the final model, read from its evaluation)."""
     run_dir = Path(run_dir)
-    if not (run_dir / "final").is_dir():
+    if not (run_dir / RunDir.FINAL).is_dir():
         raise ValueError(f"{run_dir}: no final model (train the run first)")
     points = {}
     for child in run_dir.iterdir():
-        found = CHECKPOINT.match(child.name)
-        if found and child.is_dir() and 0 < int(found[1]) < max_steps:
-            points[int(found[1])] = str(child)
+        step = RunDir.checkpoint_step(child.name)
+        if step is not None and child.is_dir() and 0 < step < max_steps:
+            points[step] = str(child)
     return sorted(points.items())
 
 

@@ -13,12 +13,14 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from gc2po.data.tasks import BENCHMARK, TESTBED
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # gc2po/
 
 # Our graders' source files per task: their hash is "our grader's version".
 GRADER_SOURCES = {
-    "testbed": ("testbed/oracle.py", "core/segment.py"),
-    "benchmark": ("evaluation/graders.py", "evaluation/sandbox.py", "data/benchmarks.py"),
+    TESTBED: ("testbed/oracle.py", "core/segment.py"),
+    BENCHMARK: ("evaluation/graders.py", "evaluation/sandbox.py", "data/benchmarks.py"),
 }
 GRADER_NAMES = {"testbed": "testbed oracle", "math": "math-verify", "choice": "choice letter", "label": "FOLIO label",
                 "none_answer": "no-answer phrase", "code": "HumanEval execution"}
@@ -80,11 +82,11 @@ def grader_source_hash(task: str) -> str:
 def grader_provenance(task: str, records: list[dict]) -> tuple[str, dict]:
     """(grader names, versions) used for ``records``: our graders' source hash, and
     math-verify's version where it grades."""
-    if task == "testbed":
-        kinds = ["testbed"]
+    if task == TESTBED:
+        kinds = [TESTBED]
     else:
         kinds = sorted({r.get("meta", {}).get("grader", "math") for r in records})
-    versions = {"gc2po-graders": grader_source_hash("testbed" if task == "testbed" else "benchmark")}
+    versions = {"gc2po-graders": grader_source_hash(TESTBED if task == TESTBED else BENCHMARK)}
     if "math" in kinds:
         versions["math-verify"] = package_version("math-verify")
     return ", ".join(GRADER_NAMES.get(k, k) for k in kinds), versions

@@ -3,7 +3,8 @@ token-budget curves, and a summary that carries the protocol and provenance of e
 
 This is the one evaluation path: the workflow's ``evaluate`` rule and ``gc2po eval`` both call
 :func:`evaluate_model`. Per-sample files are what tables and figures read, so nothing has to
-be generated twice. Outputs are keyed ``<out>/<base>/<run>/seed<k>/<benchmark>.jsonl``.
+be generated twice. Outputs are keyed by ``gc2po.reporting.layout.EvalFile`` below an evaluation
+root (``<root>/<base>/<run>/seed<k>/<benchmark>.jsonl``).
 """
 
 from __future__ import annotations
@@ -14,28 +15,29 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gc2po.data.prompts import TESTBED_INSTRUCTION, build_messages
+from gc2po.data.prompts import record_messages
+from gc2po.data.tasks import BENCHMARK, TESTBED
 from gc2po.evaluation import provenance
-from gc2po.reporting.stats import bootstrap_ci
+from gc2po.reporting.layout import EvalFile, summary_path
+from gc2po.reporting.stats import bootstrap_ci, problem_pass_at_1
 
 if TYPE_CHECKING:  # the backends import torch; `gc2po eval` validates its inputs before that
     from gc2po.evaluation.backends import Generation, SamplingConfig
 
 # What is appended to a truncated trajectory to force a final answer (as MRT does).
-FORCE_ANSWER = {"testbed": "\\boxed{", "math": "\n\nTime is up. The final answer is \\boxed{",
-                "benchmark": "\n\nTime is up. The final answer is \\boxed{"}
-TASKS = ("testbed", "benchmark")
+FORCE_ANSWER = {TESTBED: "\\boxed{", BENCHMARK: "\n\nTime is up. The final answer is \\boxed{"}
 
 
 @dataclass(frozen=True)
 class EvalKey:
-    """Where an evaluation's files go: ``<base>/<run>/seed<seed>``."""
+    """Whose evaluation it is (written into each summary); its files go where the layout's
+    ``EvalFile`` puts them."""
     base: str
     run: str
     seed: int
 
     def out_path(self, out_dir: str | Path, benchmark: str) -> Path:
-        return Path(out_dir) / self.base / self.run / f"seed{self.seed}" / f"{benchmark}.jsonl"
+        return Path(EvalFile(self.base, self.run, self.seed, benchmark).path(out_dir))
 
 
 @dataclass
@@ -47,14 +49,12 @@ class BenchmarkData:
 
 
 def prompts_for(records: list[dict], task: str) -> list[list[dict]]:
-    if task == "testbed":
-        return [build_messages(r["question"], instruction=TESTBED_INSTRUCTION) for r in records]
-    return [build_messages(r["question"], r.get("meta", {}).get("answer_format", "math")) for r in records]
+    return [record_messages(record, task) for record in records]
 
 
 def grader_for(task: str, p_threshold: float = 0.5) -> Callable[[dict, str], dict]:
     """(record, completion) -> {"correct": bool, ...extra fields}."""
-    if task == "testbed":
+    if task == TESTBED:
         from gc2po.testbed.generator import Problem
         from gc2po.testbed.oracle import grade
 
@@ -64,16 +64,9 @@ def grader_for(task: str, p_threshold: float = 0.5) -> Callable[[dict, str], dic
                     "formatted": result.formatted}
 
         return grade_testbed
-    from gc2po.evaluation.graders import GRADERS
-    from gc2po.evaluation.sandbox import grade_code
+    from gc2po.evaluation.graders import grade_record
 
-    def grade_benchmark(record, completion):
-        kind = record.get("meta", {}).get("grader", "math")
-        if kind == "code":
-            return {"correct": grade_code(completion, record["meta"])}
-        return {"correct": GRADERS[kind](completion, record["answer"])}
-
-    return grade_benchmark
+    return lambda record, completion: {"correct": grade_record(record, completion)}
 
 
 def sample_records(records, generations: list[Generation], grade) -> list[dict]:
@@ -90,6 +83,20 @@ def generate_and_grade(backend, records: list[dict], task: str, sampling: Sampli
     """Sample ``sampling.n`` completions per record and grade each: (generations, sample records)."""
     generations = backend.generate(prompts_for(records, task), sampling, progress=progress)
     return generations, sample_records(records, generations, grader_for(task, p_threshold))
+
+
+def evaluate_split(backend, problems: list, sampling, p_threshold: float = 0.5) -> dict:
+    """Sample ``sampling.n`` completions per testbed problem (``gc2po.testbed.generator.Problem``)
+    and grade them with the oracle, in memory (the workflow and ``gc2po eval`` write files
+    through :func:`evaluate`)."""
+    from gc2po.testbed.metrics import testbed_metrics
+
+    _, samples = generate_and_grade(backend, [p.record() for p in problems], TESTBED, sampling,
+                                    p_threshold=p_threshold)
+    n = max(1, len(samples))
+    return {"problems": len(problems), "samples": len(samples),
+            "accuracy": sum(s["correct"] for s in samples) / n,
+            "mean_tokens": sum(s["tokens"] for s in samples) / n, **testbed_metrics(samples)}
 
 
 def budget_curve(backend, records, prompts, generations: list[Generation], budgets: list[int], task: str, grade,
@@ -120,10 +127,7 @@ def budget_curve(backend, records, prompts, generations: list[Generation], budge
 
 def pass_at_1_ci(samples: list[dict]) -> list[float]:
     """95% bootstrap CI of pass@1 over problems (this file is one seed)."""
-    by_problem: dict[str, list[float]] = {}
-    for s in samples:
-        by_problem.setdefault(str(s["problem_id"]), []).append(float(s["correct"]))
-    _, low, high = bootstrap_ci([[sum(v) / len(v) for v in by_problem.values()]])
+    _, low, high = bootstrap_ci([list(problem_pass_at_1(samples).values())])
     return [low, high]
 
 
@@ -147,8 +151,8 @@ def evaluate(backend, records: list[dict], task: str, sampling: SamplingConfig, 
         "protocol": protocol_of(sampling, getattr(backend, "name", type(backend).__name__), task, records),
         **(provenance_fields or {}),
     }
-    if task == "testbed":
-        from gc2po.testbed.evaluate import testbed_metrics
+    if task == TESTBED:
+        from gc2po.testbed.metrics import testbed_metrics  # the oracle imports torch
 
         summary.update(testbed_metrics(samples))
     if budgets:
@@ -159,7 +163,7 @@ def evaluate(backend, records: list[dict], task: str, sampling: SamplingConfig, 
     tmp = out_path.with_suffix(out_path.suffix + ".tmp")
     tmp.write_text("".join(json.dumps(s) + "\n" for s in samples))
     tmp.replace(out_path)
-    Path(str(out_path) + ".summary.json").write_text(json.dumps(summary, indent=2))
+    summary_path(out_path).write_text(json.dumps(summary, indent=2))
     return summary
 
 

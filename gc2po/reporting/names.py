@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from gc2po.data.benchmarks import BENCHMARKS
+
 # The paper's Table 1 order; the ablations follow.
 METHOD_NAMES: dict[str, str] = {
     "grpo": "GRPO",
@@ -40,21 +42,13 @@ _PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#
 METHOD_COLOURS: dict[str, str] = {m: _PALETTE[i] for i, m in enumerate(METHOD_NAMES)}
 BASE_COLOUR = "#7f7f7f"
 
-BENCHMARK_NAMES: dict[str, str] = {
+# The testbed's splits; every other benchmark's name comes with its registration
+# (gc2po.data.benchmarks.register), in the paper's column order.
+TESTBED_SPLIT_NAMES: dict[str, str] = {
     "test_id": "Test (ID)",
     "test_rephrase": "Rephrased",
     "test_distractor": "Distractors",
     "test_longer": "Longer chains",
-    "aime2024": "AIME 2024",
-    "aime2025": "AIME 2025",
-    "amc2023": "AMC 2023",
-    "math500": "MATH500",
-    "minerva": "MinervaMATH",
-    "gsm8k": "GSM8K",
-    "gsmplus": "GSM-Plus",
-    "humaneval": "HumanEval",
-    "commonsenseqa": "CommonsenseQA",
-    "folio": "FOLIO",
 }
 
 _SWEEP = re.compile(r"^(gc2po|gc2po_add)_(lambda_exp|lambda_cf)_(.+)$")
@@ -85,8 +79,21 @@ def method_colour(run: str) -> str:
     return spare[int(hashlib.sha256(run.encode()).hexdigest(), 16) % len(spare)]
 
 
+def benchmark_names() -> dict[str, str]:
+    """Display name of every named benchmark: the testbed's splits, then the registered ones."""
+    registered = {name: b.display_name for name, b in BENCHMARKS.items() if b.display_name}
+    return {**TESTBED_SPLIT_NAMES, **registered}
+
+
 def benchmark_name(benchmark: str) -> str:
-    return BENCHMARK_NAMES.get(benchmark, benchmark)
+    return benchmark_names().get(benchmark, benchmark)
+
+
+def benchmark_order(benchmarks: list[str]) -> list[str]:
+    """``benchmarks`` in the paper's column order (named ones first, then the rest by name)."""
+    known = list(benchmark_names())
+    return sorted(benchmarks,
+                  key=lambda b: (b not in known, known.index(b) if b in known else 0, b))
 
 
 def method_order(runs: list[str]) -> list[str]:

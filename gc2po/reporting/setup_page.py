@@ -124,7 +124,8 @@ def setup_html(config: dict, base_models: dict, model_paths: dict, runs: dict, s
                 f"seeds {html.escape(str(config['seeds']))}: every run is trained once per seed of its own (the "
                 "table below), and every model is evaluated once per seed with that seed as the sampling seed.</p>" + _table(run_rows)),
         ("Base models", _model_rows(base_models, model_paths).set_index("base model").T.to_html(border=0, na_rep="")),
-        ("Training (shared by every run)", f"<p>task {html.escape(str(train.get('task')))}</p>" + _table(trainer)),
+        ("Training (shared by every run)",
+         f"<p>task {html.escape(config['mode'])}</p>" + _table(trainer)),
         ("Evaluation", f"<p>{html.escape(_protocol_text(summaries))}</p>" + _table(_evaluation_rows(summaries))),
         ("Machines", "<p>where the evaluations ran. The same fingerprint and inputs give the "
                      "same bytes; another ISA, thread count or library version can round floats "

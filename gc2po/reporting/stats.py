@@ -17,6 +17,16 @@ import numpy as np
 EXACT_SIGN_FLIPS_UP_TO = 16  # seeds; above this the sign-flip test samples random flips
 
 
+def problem_pass_at_1(samples) -> dict[str, float]:
+    """Per-problem pass@1, the mean correctness of a problem's samples: the one place it is
+    computed (evaluation summaries and tables). ``samples``: records with ``problem_id`` and
+    ``correct``; problems in the order they first appear."""
+    by_problem: dict[str, list[float]] = {}
+    for sample in samples:
+        by_problem.setdefault(str(sample["problem_id"]), []).append(float(sample["correct"]))
+    return {problem: sum(values) / len(values) for problem, values in by_problem.items()}
+
+
 def _scores(per_seed_problem_scores) -> np.ndarray:
     scores = np.asarray([np.asarray(s, dtype=float) for s in per_seed_problem_scores], dtype=float)
     if scores.ndim != 2:

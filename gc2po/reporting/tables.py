@@ -12,7 +12,6 @@ LaTeX and HTML render it (``gc2po.reporting.table_format``).
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,16 +19,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gc2po.reporting import table_format
-from gc2po.reporting.names import BENCHMARK_NAMES, method_order
+from gc2po.reporting import layout, table_format
+from gc2po.reporting.names import benchmark_order, method_order
 from gc2po.reporting.stats import (
     macro_bootstrap_ci,
     paired_macro_bootstrap_diff,
     paired_macro_test,
+    problem_pass_at_1,
 )
 
 AVERAGE = "Average"
-EVAL_PATH = re.compile(r"(?:^|/)(?P<block>[^/]+)/(?P<model>[^/]+)/seed(?P<seed>\d+)/(?P<benchmark>[^/]+)\.jsonl$")
 
 
 @dataclass(frozen=True)
@@ -42,28 +41,24 @@ class EvalFile:
 
     @classmethod
     def from_path(cls, path: str | Path) -> EvalFile:
-        """Parse the evaluation layout ``.../{base}/{model}/seed{k}/{benchmark}.jsonl``."""
-        found = EVAL_PATH.search(Path(path).as_posix())
-        if not found:
-            raise ValueError(f"{path}: not an evaluation file of the layout <base>/<model>/seed<k>/<benchmark>.jsonl")
-        return cls(found["block"], found["model"], int(found["seed"]), found["benchmark"], Path(path))
+        """An evaluation file of the results layout (``gc2po.reporting.layout.EvalFile``)."""
+        key = layout.EvalFile.parse(path)
+        return cls(key.base, key.model, key.seed, key.benchmark, Path(path))
 
     @property
     def summary_path(self) -> Path:
-        return Path(str(self.path) + ".summary.json")
+        return layout.summary_path(self.path)
 
 
 def find_eval_files(eval_dir: str | Path, methods: list[str] | None = None, benchmarks: list[str] | None = None
                     ) -> tuple[list[EvalFile], list[str], list[str]]:
-    """Evaluation files under ``eval_dir`` (``<base>/<run>/seed<k>/<benchmark>.jsonl``) and the
+    """Evaluation files under ``eval_dir`` (an evaluation root of the results layout) and the
     methods and benchmarks to tabulate (default: all found; benchmarks in the paper's order)."""
-    found = [EvalFile.from_path(p) for p in sorted(Path(eval_dir).glob("*/*/seed*/*.jsonl"))]
+    found = [EvalFile.from_path(p) for p in sorted(Path(eval_dir).glob(layout.EvalFile.GLOB))]
     if not found:
-        raise ValueError(f"--eval-dir: no <base>/<run>/seed<k>/<benchmark>.jsonl files under {eval_dir}")
+        raise ValueError(f"--eval-dir: no {layout.EvalFile.shown()} files under {eval_dir}")
     methods = methods or method_order(sorted({f.model for f in found} - {"base"}))
-    known = list(BENCHMARK_NAMES)
-    benchmarks = benchmarks or sorted({f.benchmark for f in found}, key=lambda b: (b not in known, known.index(b)
-                                                                                   if b in known else 0, b))
+    benchmarks = benchmarks or benchmark_order(sorted({f.benchmark for f in found}))
     for name, wanted, have in (("--methods", methods, {f.model for f in found}),
                                ("--benchmarks", benchmarks, {f.benchmark for f in found})):
         missing = sorted(set(wanted) - have)
@@ -74,22 +69,22 @@ def find_eval_files(eval_dir: str | Path, methods: list[str] | None = None, benc
 
 
 def problem_scores(path: Path) -> dict[str, float]:
-    """Per-problem pass@1 (mean correctness over samples) from a per-sample JSONL file."""
-    by_problem: dict[str, list[float]] = defaultdict(list)
+    """Per-problem pass@1 of a per-sample JSONL file, every row checked first."""
+    samples = []
     with Path(path).open() as handle:
         for row, line in enumerate(handle, 1):
             try:
                 record = json.loads(line)
-                correct = record["correct"]
-                problem = record["problem_id"]
+                sample = {"correct": record["correct"], "problem_id": record["problem_id"]}
             except (json.JSONDecodeError, KeyError, TypeError) as err:
                 raise ValueError(f"{path}: row {row}: not a per-sample record ({err!r})") from err
-            if correct not in (0, 1):  # true/false or 0/1; anything else is not a grade
-                raise ValueError(f"{path}: row {row}: 'correct' must be true/false or 0/1, got {correct!r}")
-            by_problem[str(problem)].append(float(correct))
-    if not by_problem:
+            if sample["correct"] not in (0, 1):  # true/false or 0/1; anything else is not a grade
+                raise ValueError(f"{path}: row {row}: 'correct' must be true/false or 0/1, "
+                                 f"got {sample['correct']!r}")
+            samples.append(sample)
+    if not samples:
         raise ValueError(f"{path}: no samples")
-    return {pid: sum(v) / len(v) for pid, v in by_problem.items()}
+    return problem_pass_at_1(samples)
 
 
 class Scores:
@@ -124,7 +119,8 @@ class Scores:
         return sorted(first)
 
     def path(self, block: str, model: str, benchmark: str, seed: int) -> str:
-        return next(p for p in self.sources[(block, model, benchmark)] if Path(p).parent.name == f"seed{seed}")
+        return next(p for p in self.sources[(block, model, benchmark)]
+                    if layout.EvalFile.parse(p).seed == seed)
 
 
 def _row_cells(scores: Scores, block: str, model: str, benchmarks: list[str], base_seeds: list[int]) -> list[dict]:

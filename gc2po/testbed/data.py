@@ -40,6 +40,6 @@ def cue_from_mapping(values: dict | None, where: str = "testbed.cue") -> CueConf
 
 
 def read_split(path: str | Path) -> list[Problem]:
-    from gc2po.training.train import read_jsonl
+    from gc2po.data.jsonl import read_jsonl
 
     return [Problem.from_record(r) for r in read_jsonl(path)]

@@ -2,8 +2,9 @@
 
 Snakemake's own ``validate`` prints the whole schema (hundreds of lines) under a one-line
 reason; ``check_schema`` raises a ValueError that names the key and the fix instead. The
-commonest mistake gets its own message: an overlay given alone (``--configfile my.yaml``
-replaces the default, it does not change it).
+commonest mistakes get their own message: an overlay given alone (``--configfile my.yaml``
+replaces the default, it does not change it) and an earlier version's spelling (``mode:
+benchmarks``, ``train.task``), named with the file that sets it.
 """
 
 from __future__ import annotations
@@ -66,11 +67,46 @@ def _reason(error) -> str:
     return f"{reason}, got {_short(got)}"
 
 
+def _setting_file(files: list[str], keys: tuple[str, ...]) -> str:
+    """The last of ``files`` that sets ``keys`` (its value is the one that counts)."""
+    found = DEFAULT_FILE
+    for file in files:
+        try:
+            node = yaml.safe_load(Path(file).read_text())
+        except (OSError, yaml.YAMLError):
+            continue  # unreadable files were refused when the config was loaded
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            found = _shown(file)
+    return found
+
+
+def check_old_spellings(config: dict, files: list[str] | None = None) -> None:
+    """An earlier version's spelling of the task (gc2po.data.tasks) fails in one line naming the
+    key, the file that sets it and the value that replaces it."""
+    from gc2po.data.tasks import OLD_SPELLINGS, check_task
+
+    files = list(files or [DEFAULT_PATH])
+    train = config.get("train")
+    if isinstance(train, dict) and "task" in train:
+        task = train["task"]
+        new = OLD_SPELLINGS.get(task, task) if isinstance(task, str) else task
+        where = _setting_file(files, ("train", "task"))
+        raise ValueError(f"{where}: train.task: {task!r} is now set by mode: remove train.task and "
+                         f"set mode: {new}")
+    mode = config.get("mode")
+    if isinstance(mode, str) and mode in OLD_SPELLINGS:
+        check_task(mode, f"{_setting_file(files, ('mode',))}: mode")
+
+
 def check_schema(config: dict, files: list[str] | None = None, schema: Path = SCHEMA) -> None:
     """ValueError with one line naming the key (the first problem found) and what it needs.
 
     ``files``: the config files as given (``--configfile``), named in the message."""
     import jsonschema
+
+    check_old_spellings(config, files)
 
     validator = jsonschema.Draft202012Validator(yaml.safe_load(schema.read_text()))
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.path))))

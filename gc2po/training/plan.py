@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from gc2po.reporting.layout import RunDir, resources_dir, results_dir
 from gc2po.training.config_schema import one_line
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
@@ -75,9 +76,11 @@ class TrainingJob:
 
     def run_config(self, config: dict) -> dict:
         """The resolved run config the job trains from (written beside the run). ``resume`` and
-        ``overwrite``: a rerun continues the same config's checkpoints and starts a changed one over."""
+        ``overwrite``: a rerun continues the same config's checkpoints and starts a changed one
+        over. The task is the workflow's ``mode`` (the same vocabulary, gc2po.data.tasks)."""
         train = config["train"]
-        run = {"model": self.model, "train_data": self.train_data, "task": train["task"], "output_dir": self.output_dir,
+        run = {"model": self.model, "train_data": self.train_data, "task": config["mode"],
+               "output_dir": self.output_dir,
                "method": self.method, "seed": self.seed, "resume": True, "overwrite": True,
                "trainer": copy.deepcopy(self.trainer)}
         for key in ("precision", "max_train_examples"):
@@ -141,7 +144,7 @@ def _check_method_names(mapping: dict, where: str) -> None:
 
 def paths(config: dict) -> tuple[str, str]:
     """(resources folder, results folder) of the config."""
-    return f"resources/{config['name']}", f"results/{config['name']}"
+    return resources_dir(config["name"]), results_dir(config["name"])
 
 
 def base_model_path(config: dict, base: str) -> str:
@@ -161,7 +164,7 @@ def training_jobs(config: dict) -> list[TrainingJob]:
                 jobs.append(TrainingJob(
                     base=base, run=label, seed=int(seed), method=run.method, model=base_model_path(config, base),
                     train_data=f"{res}/data/{base_models(config)[base]['train_data']}.jsonl",
-                    output_dir=f"{out}/runs/{base}/{label}/seed{seed}", trainer=trainer,
+                    output_dir=RunDir(base, label, seed).path(out), trainer=trainer,
                     launcher=train.get("launcher")))
     return jobs
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from gc2po.data.tasks import BENCHMARK, TESTBED
+
 
 def _text(completion) -> str:
     return completion[-1]["content"] if isinstance(completion, list) else completion
@@ -25,16 +27,17 @@ def testbed_outcome(prompts, completions, meta_json, **kwargs) -> list[float]:
     return out
 
 
-def math_outcome(prompts, completions, answer, **kwargs) -> list[float]:
-    """math-verify against the gold answer."""
-    from gc2po.evaluation.graders import grade_math
+def benchmark_outcome(prompts, completions, answer, meta_json, **kwargs) -> list[float]:
+    """Each record's grader (``meta.grader``; math-verify when absent), as evaluation grades it."""
+    from gc2po.evaluation.graders import grade_record
 
-    return [float(grade_math(_text(c), a)) for c, a in zip(completions, answer)]
+    return [float(grade_record({"answer": a, "meta": json.loads(meta)}, _text(c)))
+            for c, a, meta in zip(completions, answer, meta_json)]
 
 
 testbed_outcome.__name__ = "outcome"
-math_outcome.__name__ = "outcome"
-REWARDS = {"testbed": testbed_outcome, "math": math_outcome}
+benchmark_outcome.__name__ = "outcome"
+REWARDS = {TESTBED: testbed_outcome, BENCHMARK: benchmark_outcome}
 # (lowest, highest) value a reward function can return: methods whose advantages divide by a
 # trajectory score (GC2PO) check it before training; a user's function declares it the same way
 for _function in REWARDS.values():

@@ -18,11 +18,13 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from gc2po.data.tasks import BENCHMARK, check_task
+from gc2po.reporting.layout import RunDir
+
 FIELDS_FILE = Path(__file__).with_name("config_fields.json")  # field -> allowed simple types
 
 RUN_KEYS = {"model", "train_data", "task", "output_dir", "method", "seed", "precision", "resume", "overwrite",
             "trainer", "max_train_examples"}
-TASKS = ("testbed", "math")
 RUN_STATE = "run_config.json"  # beside the checkpoints: the resolved run config and its hash
 
 # TRL's defaults changed across releases and some are traps (bf16 on, gradient checkpointing on,
@@ -89,7 +91,13 @@ def load_run_config(path: str | Path, overrides: list[str] | None = None) -> dic
         raise ValueError(f"{path}: cannot read run config: {one_line(err)}") from err
     if not isinstance(config, dict):
         raise ValueError(f"{path}: run config must be a mapping")
+    check_task(config.get("task", BENCHMARK), f"{path}: task")  # an old spelling, with its file
     return apply_overrides(config, overrides or [])
+
+
+def run_task(run: dict) -> str:
+    """The run's task (gc2po.data.tasks), ``benchmark`` when not given."""
+    return check_task(run.get("task", BENCHMARK), "run config: task")
 
 
 SIMPLE_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "dict": dict, "list": list, "null": type(None)}
@@ -131,8 +139,7 @@ def precheck(run: dict) -> None:
     for key in ("model", "train_data", "output_dir"):
         if not run.get(key):
             raise ValueError(f"run config: missing required key {key!r}")
-    if run.get("task", "math") not in TASKS:
-        raise ValueError(f"run config: task must be one of {list(TASKS)}, got {run.get('task')!r}")
+    run_task(run)
     if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
         raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
     fields = json.loads(FIELDS_FILE.read_text())
@@ -151,7 +158,8 @@ def precheck(run: dict) -> None:
     if not Path(run["train_data"]).is_file():
         raise ValueError(f"run config: train_data {run['train_data']!r}: no such file")
     out = Path(run["output_dir"])
-    used = any(out.glob("checkpoint-*")) or (out / "metrics.jsonl").exists() or (out / "final").exists()
+    used = (any(out.glob(RunDir.CHECKPOINTS)) or (out / RunDir.METRICS).exists()
+            or (out / RunDir.FINAL).exists())
     if used and not (run.get("resume") or run.get("overwrite")):
         raise ValueError(f"output_dir {out}: it holds an earlier run; set overwrite: true (or --overwrite) to start "
                          "over, or resume: true (--resume) to continue it")
@@ -179,8 +187,7 @@ def build_args(run: dict):
     for key in ("model", "train_data", "output_dir"):
         if not run.get(key):
             raise ValueError(f"run config: missing required key {key!r}")
-    if run.get("task", "math") not in TASKS:
-        raise ValueError(f"run config: task must be one of {list(TASKS)}, got {run.get('task')!r}")
+    run_task(run)
     trainer = dict(run.get("trainer") or {})
     fields = describe_fields(GC2POConfig)
     bad = sorted(set(trainer) - set(fields))
@@ -201,7 +208,7 @@ def build_args(run: dict):
         from gc2po.training.rewards import REWARDS, check_nonnegative_rewards
 
         try:
-            check_nonnegative_rewards(method.name, [REWARDS[run.get("task", "math")]],
+            check_nonnegative_rewards(method.name, [REWARDS[run_task(run)]],
                                       trainer.get("reward_weights") or [1.0])
         except ValueError as err:
             raise ValueError(f"run config: trainer.reward_weights: {err}") from err
@@ -209,7 +216,7 @@ def build_args(run: dict):
     kwargs.update(method=method.name, precision=resolve_precision(run), seed=int(run.get("seed", 0)),
                   output_dir=str(run["output_dir"]))
     kwargs["data_seed"] = kwargs["seed"]
-    kwargs.setdefault("metrics_path", str(Path(run["output_dir"]) / "metrics.jsonl"))
+    kwargs.setdefault("metrics_path", str(Path(run["output_dir"]) / RunDir.METRICS))
     import torch
 
     if not torch.cuda.is_available():
@@ -224,7 +231,7 @@ def run_fingerprint(run: dict, args) -> dict:
     """What makes two runs the same: the resolved trainer config, model, data content, task."""
     data = Path(run["train_data"])
     resolved = {k: v for k, v in args.to_dict().items() if k not in ("output_dir", "logging_dir", "metrics_path")}
-    return {"model": str(run["model"]), "task": run.get("task", "math"), "train_data": str(data),
+    return {"model": str(run["model"]), "task": run_task(run), "train_data": str(data),
             "train_data_sha256": hashlib.sha256(data.read_bytes()).hexdigest() if data.is_file() else None,
             "max_train_examples": run.get("max_train_examples"), "trainer": resolved}
 
@@ -232,8 +239,10 @@ def run_fingerprint(run: dict, args) -> dict:
 def complete_checkpoints(out: Path) -> list[Path]:
     """Checkpoints of ``out`` in step order whose trainer state was written (it is written last,
     so a job killed while saving leaves an incomplete folder that must not be resumed from)."""
-    found = [p for p in out.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    return sorted((p for p in found if (p / "trainer_state.json").is_file()), key=lambda p: int(p.name.split("-")[-1]))
+    steps = {p: RunDir.checkpoint_step(p.name) for p in out.glob(RunDir.CHECKPOINTS)}
+    complete = [p for p, step in steps.items()
+                if step is not None and (p / "trainer_state.json").is_file()]
+    return sorted(complete, key=steps.get)
 
 
 def prepare_output_dir(run: dict, args, log=print) -> Path | None:
@@ -245,9 +254,9 @@ def prepare_output_dir(run: dict, args, log=print) -> Path | None:
     out = Path(args.output_dir)
     fingerprint = run_fingerprint(run, args)
     digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
-    checkpoints = sorted(out.glob("checkpoint-*"))
+    checkpoints = sorted(out.glob(RunDir.CHECKPOINTS))
     complete = complete_checkpoints(out)
-    used = checkpoints or (out / "metrics.jsonl").exists() or (out / "final").exists()
+    used = checkpoints or (out / RunDir.METRICS).exists() or (out / RunDir.FINAL).exists()
     stored = json.loads((out / RUN_STATE).read_text()).get("sha256") if (out / RUN_STATE).exists() else None
     resume = bool(run.get("resume")) and bool(complete) and stored == digest
     main_process = int(os.environ.get("RANK", "0")) == 0  # under accelerate launch, rank 0 alone writes
@@ -259,9 +268,9 @@ def prepare_output_dir(run: dict, args, log=print) -> Path | None:
                              + ("" if run.get("resume") else ", or resume: true to continue it"))
         if main_process:
             log(f"output_dir {out}: starting over (deleting {len(checkpoints)} checkpoint(s), metrics, final model)")
-            for path in checkpoints + [out / "final"]:
+            for path in checkpoints + [out / RunDir.FINAL]:
                 shutil.rmtree(path, ignore_errors=True)
-            (out / "metrics.jsonl").unlink(missing_ok=True)
+            (out / RunDir.METRICS).unlink(missing_ok=True)
     if resume and main_process:
         for partial in set(checkpoints) - set(complete):  # killed while saving
             log(f"output_dir {out}: removing the incomplete {partial.name}")

@@ -4,7 +4,8 @@ A run config:
 
     model: path or Hub id of the policy (also the reference model)
     train_data: normalised JSONL (id, source, question, answer, meta)
-    task: testbed | math          # prompt style and outcome reward
+    task: testbed | benchmark     # gc2po.data.tasks: prompt style and outcome reward (default
+                                  # benchmark: each record's meta.answer_format and meta.grader)
     output_dir: where checkpoints, the final model and metrics.jsonl go
     method: gc2po                 # any name of gc2po.methods.METHODS
     seed: 0
@@ -26,6 +27,8 @@ from pathlib import Path
 
 import torch
 
+from gc2po.data.jsonl import read_jsonl
+from gc2po.reporting.layout import RunDir
 from gc2po.training.run_config import (  # noqa: F401  (re-exported: the public entry points of a run config)
     RUN_KEYS,
     TRAINER_DEFAULTS,
@@ -35,6 +38,7 @@ from gc2po.training.run_config import (  # noqa: F401  (re-exported: the public 
     load_run_config,
     precheck,
     prepare_output_dir,
+    run_task,
 )
 
 
@@ -42,38 +46,12 @@ def build_dataset(records: list[dict], task: str):
     """TRL prompt dataset: conversational prompt + the columns the reward needs."""
     from datasets import Dataset
 
-    from gc2po.data.prompts import TESTBED_INSTRUCTION, build_messages
+    from gc2po.data.prompts import record_messages
 
-    rows = []
-    for record in records:
-        if task == "testbed":
-            prompt = build_messages(record["question"], instruction=TESTBED_INSTRUCTION)
-        else:
-            prompt = build_messages(record["question"], "math")
-        rows.append({"prompt": prompt, "question": record["question"], "answer": str(record["answer"]),
-                     "meta_json": json.dumps(record.get("meta", {})), "id": record["id"]})
+    rows = [{"prompt": record_messages(record, task), "question": record["question"],
+             "answer": str(record["answer"]), "meta_json": json.dumps(record.get("meta", {})),
+             "id": record["id"]} for record in records]
     return Dataset.from_list(rows)
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    path = Path(path)
-    records = []
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as err:
-        raise ValueError(f"{path}: cannot read: {err}") from err
-    for row, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: row {row}: invalid JSON: {err}") from err
-        for key in ("id", "question", "answer"):
-            if key not in record:
-                raise ValueError(f"{path}: row {row}: missing field {key!r}")
-        records.append(record)
-    return records
 
 
 def train(run: dict, log=print) -> Path:
@@ -85,7 +63,7 @@ def train(run: dict, log=print) -> Path:
 
     precheck(run)  # the commonest mistakes, within a second
     args = build_args(run)  # everything else, before any model is loaded
-    task = run.get("task", "math")
+    task = run_task(run)
     records = read_jsonl(run["train_data"])
     if run.get("max_train_examples"):
         records = records[: int(run["max_train_examples"])]
@@ -101,7 +79,7 @@ def train(run: dict, log=print) -> Path:
     log(f"training {args.method} ({args.precision}) on {len(records)} problems -> {args.output_dir} "
         f"(resume={checkpoint is not None}{f' from {checkpoint.name}' if checkpoint else ''})")
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    final = Path(args.output_dir) / "final"
+    final = Path(args.output_dir) / RunDir.FINAL
     trainer.save_model(str(final))  # rank 0 writes; gathers ZeRO-3 shards (16-bit) first
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(final)

@@ -75,9 +75,9 @@ def testbed_checkout(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_example_eval_config_runs_on_a_testbed_split_through_the_workflow_code(testbed_checkout, tiny_model_dir):
+    from gc2po.data.jsonl import read_jsonl
     from gc2po.evaluation.provenance import data_provenance
     from gc2po.evaluation.run import BenchmarkData, EvalKey, evaluate_model
-    from gc2po.training.train import read_jsonl
 
     root, manifest = testbed_checkout
     assert main(["eval", "--config", "config/examples/eval_testbed.yaml", "--model", str(tiny_model_dir),

@@ -5,7 +5,13 @@ from pathlib import Path
 import pytest
 
 from gc2po.data import load_benchmark
-from gc2po.evaluation.graders import grade_choice, grade_label, grade_math, grade_none_answer
+from gc2po.evaluation.graders import (
+    grade_choice,
+    grade_label,
+    grade_math,
+    grade_none_answer,
+    grade_record,
+)
 
 MIRRORS = Path(__file__).resolve().parents[2] / "data" / "benchmarks"  # vendored copies (data/benchmarks/README.md)
 FILES = {
@@ -158,3 +164,10 @@ def test_long_hostile_output_is_graded_in_linear_time():
                  "\\boxed{" + "{" * 10 + "1 " * 30_000]:
         for grader, gold in ((grade_math, "1"), (grade_choice, "A"), (grade_label, "True")):
             assert grader(text, gold) in (True, False)
+
+
+def test_a_record_is_graded_by_its_meta_grader_and_an_unknown_one_is_named():
+    assert grade_record({"answer": "4", "meta": {}}, "\\boxed{4}")  # math when absent
+    assert grade_record({"answer": "True", "meta": {"grader": "label"}}, "\\boxed{True}")
+    with pytest.raises(ValueError, match=r"^record 'x-1': meta.grader 'poetry' is not a grader"):
+        grade_record({"id": "x-1", "answer": "1", "meta": {"grader": "poetry"}}, "\\boxed{1}")

@@ -15,7 +15,7 @@ CONFIG = {
     "name": "ci",
     "mode": "testbed",
     "seeds": [0, 1],
-    "train": {"task": "testbed", "trainer": {}},
+    "train": {"trainer": {}},
 }
 
 

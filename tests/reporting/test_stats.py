@@ -14,6 +14,7 @@ from gc2po.reporting.stats import (
     paired_t_test,
     paired_test,
     per_seed_differences,
+    problem_pass_at_1,
     seed_interval,
     sign_flip_test,
 )
@@ -128,3 +129,10 @@ def test_paired_macro_test_averages_each_seeds_differences_over_benchmarks_by_ha
     assert test.sign_flip_p_value == pytest.approx(0.5)  # |mean| of the flips: .375 twice, .125 twice
     with pytest.raises(ValueError, match="the same benchmarks"):
         paired_macro_test(a, b[:1])
+
+
+def test_pass_at_1_per_problem_is_the_mean_correctness_of_its_samples_in_first_seen_order():
+    samples = [{"problem_id": problem, "correct": correct}
+               for problem, correct in ((7, True), ("a", 0), (7, False), ("a", 1), (7, 1))]
+    assert problem_pass_at_1(samples) == {"7": 2 / 3, "a": 0.5}
+    assert list(problem_pass_at_1(samples)) == ["7", "a"]

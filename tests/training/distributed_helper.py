@@ -14,13 +14,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from gc2po.training.train import (
-    build_args,
-    build_dataset,
-    load_run_config,
-    prepare_output_dir,
-    read_jsonl,
-)
+from gc2po.data.jsonl import read_jsonl
+from gc2po.training.train import build_args, build_dataset, load_run_config, prepare_output_dir
 from gc2po.training.trainer import GC2POTrainer
 
 

@@ -22,8 +22,10 @@ penalty.reward_range = (-1.0, 0.0)
 
 @pytest.mark.parametrize("functions, weights, message", [
     ([penalty], [1.0], "reward function 'penalty' (range [-1.0, 0.0]) with weight 1.0 can give -1"),
-    ([REWARDS["math"]], [-2.0], "reward function 'outcome' (range [0.0, 1.0]) with weight -2.0 can give -2"),
-    ([REWARDS["math"], undeclared], [1.0, 1.0], "'undeclared' declares no range: set undeclared.reward_range"),
+    ([REWARDS["benchmark"]], [-2.0],
+     "reward function 'outcome' (range [0.0, 1.0]) with weight -2.0 can give -2"),
+    ([REWARDS["benchmark"], undeclared], [1.0, 1.0],
+     "'undeclared' declares no range: set undeclared.reward_range"),
 ])
 def test_a_reward_that_can_go_negative_is_refused_by_name(functions, weights, message):
     with pytest.raises(ValueError) as err:
@@ -34,7 +36,7 @@ def test_a_reward_that_can_go_negative_is_refused_by_name(functions, weights, me
 
 def test_non_negative_rewards_and_weights_pass():
     check_nonnegative_rewards("gc2po", [REWARDS["testbed"], penalty], [0.5, -1.0])  # -1 x [-1, 0] >= 0
-    check_nonnegative_rewards("gc2po", [REWARDS["math"]], [0.0])
+    check_nonnegative_rewards("gc2po", [REWARDS["benchmark"]], [0.0])
 
 
 def run(tmp_path, method, weight):
@@ -43,7 +45,8 @@ def run(tmp_path, method, weight):
     (model / "config.json").write_text("{}")
     data = tmp_path / "train.jsonl"
     data.write_text('{"id": "a", "question": "q", "answer": "1"}\n')
-    return {"model": str(model), "train_data": str(data), "output_dir": str(tmp_path / "out"), "task": "math",
+    return {"model": str(model), "train_data": str(data), "output_dir": str(tmp_path / "out"),
+            "task": "benchmark",
             "method": method, "trainer": {"reward_weights": [weight], "num_generations": 2,
                                           "per_device_train_batch_size": 2}}
 

@@ -263,7 +263,8 @@ def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
 
 
 @pytest.mark.parametrize("override, match", [({"surprise": 1}, r"unknown key\(s\) \['surprise'\]"),
-                                              ({"task": "poetry"}, "task must be one of"),
+                                              ({"task": "poetry"}, "task: must be one of"),
+                                              ({"task": "math"}, "'math' is now spelled"),
                                               ({"precision": "fp8"}, "precision must be one of"),
                                               ({"seed": "one"}, "seed must be an integer")])
 def test_bad_run_keys_fail(override, match, tmp_path):

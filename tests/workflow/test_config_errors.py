@@ -33,13 +33,13 @@ def changed(path: str, value):
 
 
 @pytest.mark.parametrize("config, message", [
-    (changed("mode", "foo"), "mode: must be one of ['testbed', 'benchmarks'], got 'foo'"),
+    (changed("mode", "foo"), "mode: must be one of ['testbed', 'benchmark'], got 'foo'"),
     (changed("seeds", []), "seeds: needs at least 1 item(s), got []"),
     (changed("seeds", [0, -1]), "seeds[1]: must be >= 0, got -1"),
     (changed("seeds", "1"), "seeds: must be array, got '1'"),
     (changed("name", "a b"), "name: must match '^[A-Za-z0-9_.-]+$', got 'a b'"),
     (changed("train.trainer", "x"), "train.trainer: must be object, got 'x'"),
-    (changed("train.task", None), "train: missing key(s) ['task']"),
+    (changed("train.trainer", None), "train: missing key(s) ['trainer']"),
     (changed("train.epochs", 3), "train: unknown key(s) ['epochs']; valid: ['launcher', "),
     (changed("evaluate.backend", "tpu"), "evaluate.backend: must be one of ['transformers', 'vllm', 'auto']"),
     (changed("methods", ["grpo", "ppo"]), "methods[1]: must be one of ['dr_grpo', "),
@@ -120,3 +120,35 @@ def test_a_broken_yaml_file_is_one_line_naming_where(loader, what, tmp_path):
     with pytest.raises(ValueError) as err:
         loader(path)
     assert str(err.value) == f"{path}: {what}: line 2, column 8: expected ',' or ']', but got ':'"
+
+
+OLD_SPELLINGS = [
+    ("mode: benchmarks\n", "mode: 'benchmarks' is now spelled 'benchmark': set it to benchmark"),
+    ("train:\n  task: math\n",
+     "train.task: 'math' is now set by mode: remove train.task and set mode: benchmark"),
+]
+
+
+@pytest.mark.parametrize("overlay, message", OLD_SPELLINGS)
+def test_an_old_task_spelling_names_the_file_the_key_and_the_new_value(overlay, message, tmp_path):
+    (tmp_path / "my.yaml").write_text(overlay)
+    files = [str(ROOT / "config" / "config.yaml"), str(tmp_path / "my.yaml")]
+    with pytest.raises(ValueError) as err:
+        check_schema(load_config(files), files)
+    assert str(err.value) == f"{tmp_path}/my.yaml: {message}"
+
+
+def test_snakemake_with_an_old_task_spelling_fails_before_any_job(tmp_path):
+    overlay, message = OLD_SPELLINGS[0]
+    layered = ["--configfile", "config/config.yaml", str(tmp_path / "my.yaml")]
+    out = run(["snakemake", "-n", "--cores", "1", *layered], tmp_path, overlay)
+    assert out.returncode == 1
+    assert out.stderr.strip() == f"config error: {tmp_path}/my.yaml: {message}"
+
+
+def test_an_old_run_config_task_names_the_file(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("model: m\ntask: math\n")
+    with pytest.raises(ValueError) as err:
+        load_run_config(path)
+    assert str(err.value) == f"{path}: task: 'math' is now spelled 'benchmark': set it to benchmark"

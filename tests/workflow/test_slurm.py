@@ -189,18 +189,17 @@ def _env_snakefile(path: Path) -> Path:
 
 
 def _offline_overlay(work: Path, tiny_model_dir: Path) -> Path:
-    """Benchmarks mode with one local dataset and one 'hub' base model in a local folder: the
+    """Mode benchmark with one local dataset and one 'hub' base model in a local folder: the
     download rules have work to do without the internet."""
     data = work / "tiny_math500.jsonl"
     data.write_text("".join(json.dumps({"problem": f"What is {i} + {i}?", "answer": str(2 * i)}) + "\n"
                             for i in range(3)))
     overlay = work / "config" / "slurmenv.yaml"
     overlay.write_text(json.dumps({
-        "name": "slurmenv", "mode": "benchmarks", "seeds": [0], "methods": ["grpo"],
+        "name": "slurmenv", "mode": "benchmark", "seeds": [0], "methods": ["grpo"],
         "sweeps": {"lambda_exp": [], "lambda_cf": []},
         "datasets": {"tiny": {"benchmark": "math500", "path": str(data)}},
         "base_models": {"tinyhub": {"source": "hub", "path": str(tiny_model_dir), "train_data": "tiny"}},
-        "train": {"task": "math"},
         "evaluate": {"benchmarks": ["tiny"], "budgets": []},
         "audit": {"models": []},
         "report": {"main_methods": ["grpo"], "ablation_methods": ["grpo"], "generalization_benchmarks": ["tiny"],

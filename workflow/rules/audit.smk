@@ -3,8 +3,7 @@
 
 AUDIT = config.get("audit") or {}
 AUDIT_MODELS = AUDIT.get("models", []) if TESTBED else []  # the audit needs the testbed oracle
-AUDIT_OUT = f"{OUT}/audit"
-AUDIT_FIGURE = [f"{OUT}/figures/reward_audit.png"] if AUDIT_MODELS else []
+AUDIT_FIGURE = [figure_file(OUT, "reward_audit")] if AUDIT_MODELS else []
 # the audit over training: checkpoint-<step> of every audited run (the base model is step 0)
 AUDIT_STEPS = AUDIT.get("checkpoint_steps", []) if AUDIT_MODELS else []
 # every model is scored with the R_cf settings of one run (its resolved GC2POConfig: the
@@ -15,9 +14,12 @@ if AUDIT_MODELS and AUDIT_REWARD_RUN not in RUNS:
                      "(the audit scores R_cf with a GC2PO run's settings)")
 AUDIT_SETTINGS = (next(j for j in JOBS.values() if j.run == AUDIT_REWARD_RUN).run_config(config)
                   if AUDIT_MODELS else {})
-AUDIT_CHECKPOINTS = [f"{AUDIT_OUT}/{base}/{run}/seed{AUDIT.get('seed', 0)}/step{step}/summary.json"
+AUDIT_SEED = AUDIT.get("seed", 0)
+AUDIT_CHECKPOINTS = [CheckpointAuditDir(base, run, AUDIT_SEED, step).file(OUT, AuditDir.SUMMARY)
                      for base in BASE_MODELS for run in AUDIT_MODELS if run != "base" and run in models_of(base)
                      for step in AUDIT_STEPS]
+MODEL_AUDIT = AuditDir("{base}", "{model}", "{seed}")  # the audit rules' wildcards
+CHECKPOINT_AUDIT = CheckpointAuditDir("{base}", "{run}", "{seed}", "{step}")
 
 
 rule audit:
@@ -25,9 +27,9 @@ rule audit:
         model=eval_model_input,
         data=f"{RES}/data/{AUDIT.get('split', 'test_id')}.jsonl",
     output:
-        summary=f"{AUDIT_OUT}/{{base}}/{{model}}/seed{{seed}}/summary.json",
-        completions=f"{AUDIT_OUT}/{{base}}/{{model}}/seed{{seed}}/completions.csv",
-        study=f"{AUDIT_OUT}/{{base}}/{{model}}/seed{{seed}}/perturbation_study.csv",
+        summary=MODEL_AUDIT.file(OUT, AuditDir.SUMMARY),
+        completions=MODEL_AUDIT.file(OUT, AuditDir.COMPLETIONS),
+        study=MODEL_AUDIT.file(OUT, AuditDir.STUDY),
     params:
         model=eval_model_path,
         audit=AUDIT,
@@ -47,14 +49,14 @@ rule audit:
 
 rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
     input:
-        model=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final",  # the run (and its checkpoints) exists
+        model=RUN_PATTERN.final(OUT),  # the run (and its checkpoints) exists
         data=f"{RES}/data/{AUDIT.get('split', 'test_id')}.jsonl",
     output:
-        summary=f"{AUDIT_OUT}/{{base}}/{{run}}/seed{{seed}}/step{{step}}/summary.json",
-        completions=f"{AUDIT_OUT}/{{base}}/{{run}}/seed{{seed}}/step{{step}}/completions.csv",
-        study=f"{AUDIT_OUT}/{{base}}/{{run}}/seed{{seed}}/step{{step}}/perturbation_study.csv",
+        summary=CHECKPOINT_AUDIT.file(OUT, AuditDir.SUMMARY),
+        completions=CHECKPOINT_AUDIT.file(OUT, AuditDir.COMPLETIONS),
+        study=CHECKPOINT_AUDIT.file(OUT, AuditDir.STUDY),
     params:
-        model=lambda wc: f"{OUT}/runs/{wc.base}/{wc.run}/seed{wc.seed}/checkpoint-{wc.step}",
+        model=lambda wc: RunDir(wc.base, wc.run, wc.seed).checkpoint(OUT, wc.step),
         audit=AUDIT,
         settings=AUDIT_SETTINGS,
         study=False,
@@ -74,11 +76,12 @@ rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
 
 rule audit_figure:
     input:
-        expand(f"{AUDIT_OUT}/{{base}}/{{model}}/seed{{seed}}/summary.json", base=list(BASE_MODELS), model=AUDIT_MODELS,
-               seed=AUDIT.get("seed", 0)),
+        [AuditDir(base, model, AUDIT_SEED).file(OUT, AuditDir.SUMMARY)
+         for base in BASE_MODELS for model in AUDIT_MODELS],
         AUDIT_CHECKPOINTS,
     output:
-        report(f"{OUT}/figures/reward_audit.png", caption="../report/reward_audit.rst", category="5 Reward audit"),
+        report(figure_file(OUT, "reward_audit"), caption="../report/reward_audit.rst",
+               category="5 Reward audit"),
     log:
         f"logs/{NAME}/audit_figure.log",
     conda:

@@ -5,6 +5,10 @@ from pathlib import Path
 
 import gc2po.training.plan as plan
 from gc2po.training.config_schema import check_schema
+from gc2po.data.tasks import TESTBED as TESTBED_TASK
+from gc2po.reporting.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile,
+                                    EvalFile, RunDir, eval_root, figure_file, report_page,
+                                    table_file)
 
 try:  # the schema (one line naming the key, not snakemake.utils.validate's schema dump), then
     # every training job's GC2POConfig and launcher, before any job runs (no model is loaded)
@@ -17,11 +21,12 @@ except ValueError as err:
 NAME = config["name"]
 SEEDS = config["seeds"]
 RES, OUT = plan.paths(config)
-TESTBED = config["mode"] == "testbed"
+TASK = config["mode"]  # what is trained and evaluated (gc2po.data.tasks): prompts and graders
+TESTBED = TASK == TESTBED_TASK
 GPU = config["evaluate"]["backend"] == "vllm"  # GPU-sized resources (paper scale) vs CPU-sized ones
 BENCHMARKS = config["evaluate"]["benchmarks"]  # dataset keys evaluated
 BASE_MODELS = plan.base_models(config)
-DATASETS = config.get("datasets") or {}  # benchmarks mode: dataset key -> loader spec
+DATASETS = config.get("datasets") or {}  # mode benchmark: dataset key -> loader spec
 RUNS = plan.runs(config)  # run label -> plan.Run (method, own settings, base models it runs on)
 JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config)}
 LAUNCHER = config["train"].get("launcher")  # None: one process, no accelerate
@@ -80,13 +85,13 @@ def train_command(wildcards, input):
 def eval_model_input(wildcards):
     if wildcards.model == "base":
         return base_model_input(wildcards)
-    return [f"{OUT}/runs/{wildcards.base}/{wildcards.model}/seed{wildcards.seed}/final"]
+    return [eval_model_path(wildcards)]
 
 
 def eval_model_path(wildcards):
     if wildcards.model == "base":
         return base_model_path(wildcards.base)
-    return f"{OUT}/runs/{wildcards.base}/{wildcards.model}/seed{wildcards.seed}/final"
+    return RunDir(wildcards.base, wildcards.model, wildcards.seed).final(OUT)
 
 
 def seeds_of(model):
@@ -94,26 +99,39 @@ def seeds_of(model):
     return SEEDS if model == "base" else list(RUNS[model].seeds)
 
 
-def eval_files(models, benchmarks, bases=None, suffix="", root="eval"):
-    """Per-sample evaluation files of ``models`` on every base model they exist for (root
-    ``eval``: the configured sampling; ``eval_greedy``: greedy decoding)."""
-    return [f"{OUT}/{root}/{base}/{model}/seed{seed}/{benchmark}.jsonl{suffix}"
+def eval_files(models, benchmarks, bases=None, suffix="", greedy=False):
+    """Per-sample evaluation files of ``models`` on every base model they exist for (``greedy``:
+    those of greedy decoding, else of the configured sampling)."""
+    return [EvalFile(base, model, seed, benchmark).path(eval_root(OUT, greedy)) + suffix
             for base in (bases or list(BASE_MODELS)) for model in models if model in models_of(base)
             for seed in seeds_of(model) for benchmark in benchmarks]
 
 
+def eval_outputs(root, benchmarks, suffix=""):
+    """The evaluation rules' outputs: every benchmark of the {base}/{model}/{seed} wildcards."""
+    return [EvalFile("{base}", "{model}", "{seed}", benchmark).path(root) + suffix
+            for benchmark in benchmarks]
+
+
 def eval_summaries(models, benchmarks):
-    return eval_files(models, benchmarks, suffix=".summary.json")
+    return eval_files(models, benchmarks, suffix=SUMMARY_SUFFIX)
 
 
 def metrics_files(runs):
-    return [f"{j.output_dir}/metrics.jsonl" for j in JOBS.values() if j.run in runs]
+    return [run_dir(j).metrics(OUT) for j in JOBS.values() if j.run in runs]
+
+
+def run_dir(job):
+    return RunDir(job.base, job.run, job.seed)
+
+
+RUN_PATTERN = RunDir("{base}", "{run}", "{seed}")  # a run of the {base}/{run}/{seed} wildcards
 
 
 TABLE1_BENCHMARKS = config["report"].get("table1_benchmarks") or BENCHMARKS
 # evaluate.greedy: every model is also evaluated with greedy decoding (rule evaluate_greedy)
 GREEDY = bool(config["evaluate"].get("greedy", False))
-TABLE_SPECS = {  # name -> (methods, benchmarks, title, base models[, evaluation root])
+TABLE_SPECS = {  # name -> (methods, benchmarks, title, base models[, greedy decoding])
     "table1": (config["report"]["main_methods"], TABLE1_BENCHMARKS, "Pass@1 (%) per benchmark", list(BASE_MODELS)),
     "generalization": (config["report"]["main_methods"], config["report"]["generalization_benchmarks"],
                        "Generalisation: pass@1 (%) on out-of-distribution benchmarks", list(BASE_MODELS)),
@@ -124,12 +142,14 @@ if not config["report"]["ablation_methods"]:  # a config without ablations has n
     del TABLE_SPECS["ablation"]
 if GREEDY:
     TABLE_SPECS["table1_greedy"] = (config["report"]["main_methods"], TABLE1_BENCHMARKS,
-                                    "Pass@1 (%) per benchmark, greedy decoding", list(BASE_MODELS), "eval_greedy")
+                                    "Pass@1 (%) per benchmark, greedy decoding", list(BASE_MODELS),
+                                    True)
 
 
 def table_files(wildcards, suffix=""):
-    methods, benchmarks, _, bases, *root = TABLE_SPECS[wildcards.table]
-    return eval_files(["base"] + methods, benchmarks, bases=bases, suffix=suffix, root=(root or ["eval"])[0])
+    methods, benchmarks, _, bases, *greedy = TABLE_SPECS[wildcards.table]
+    return eval_files(["base"] + methods, benchmarks, bases=bases, suffix=suffix,
+                      greedy=any(greedy))
 
 
 # method-against-method tables (gc2po/reporting/comparison.py): "<a>_vs_<b>" -> (a, b)
@@ -146,7 +166,7 @@ if LEARNING_CURVE:
     for _job in JOBS.values():
         if _job.run in LEARNING_CURVE["runs"]:
             CURVE_FILES.setdefault((_job.base, _job.run), []).append(
-                f"{OUT}/curves/{_job.base}/{_job.run}/seed{_job.seed}.csv")
+                CurveFile(_job.base, _job.run, _job.seed).path(OUT))
     _missing = sorted(set(LEARNING_CURVE["runs"]) - {run for _, run in CURVE_FILES})
     if _missing:
         raise ValueError(f"evaluate.learning_curve.runs: {_missing} are not runs of this config")
@@ -159,13 +179,13 @@ if set(LENGTH_RUNS) - set(RUNS):
     raise ValueError(f"report.length_runs: {sorted(set(LENGTH_RUNS) - set(RUNS))} "
                      "are not runs of this config")
 
-CHECKPOINTS = [f"{j.output_dir}/final" for j in JOBS.values()]
-TABLES = expand(f"{OUT}/tables/{{table}}.{{ext}}", table=list(TABLE_SPECS),
-                ext=["md", "tex", "csv", "html"]) + \
-         expand(f"{OUT}/tables/{{comparison}}.{{ext}}", comparison=list(COMPARISONS), ext=["md", "csv"])
-FIGURES = expand(f"{OUT}/figures/{{figure}}.png",
-                 figure=["grad_norm", "sampling_ratio", "budget_curves", "token_usage", "lambda_ablation"]) + \
-          expand(f"{OUT}/figures/training_cost_{{base}}.png", base=list(BASE_MODELS)) + \
-          ([f"{OUT}/figures/learning_curves.png"] if LEARNING_CURVE else []) + \
-          ([f"{OUT}/figures/length_episodes.png"] if LENGTH_RUNS else [])
-REPORT_PAGES = [f"{OUT}/report/setup.html"]
+CHECKPOINTS = [run_dir(j).final(OUT) for j in JOBS.values()]
+TABLES = [table_file(OUT, table, ext)
+          for table in TABLE_SPECS for ext in ("md", "tex", "csv", "html")] + \
+         [table_file(OUT, comparison, ext) for comparison in COMPARISONS for ext in ("md", "csv")]
+FIGURES = [figure_file(OUT, figure) for figure in
+           ("grad_norm", "sampling_ratio", "budget_curves", "token_usage", "lambda_ablation")] + \
+          [figure_file(OUT, f"training_cost_{base}") for base in BASE_MODELS] + \
+          ([figure_file(OUT, "learning_curves")] if LEARNING_CURVE else []) + \
+          ([figure_file(OUT, "length_episodes")] if LENGTH_RUNS else [])
+REPORT_PAGES = [report_page(OUT, "setup")]

@@ -7,13 +7,12 @@ rule evaluate:
         model=eval_model_input,
         data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
     output:
-        samples=expand(f"{OUT}/eval/{{{{base}}}}/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
-        summaries=expand(f"{OUT}/eval/{{{{base}}}}/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl.summary.json",
-                         benchmark=BENCHMARKS),
+        samples=eval_outputs(eval_root(OUT), BENCHMARKS),
+        summaries=eval_outputs(eval_root(OUT), BENCHMARKS, SUMMARY_SUFFIX),
     params:
         model=eval_model_path,
         benchmarks=BENCHMARKS,
-        task=config["train"]["task"] if TESTBED else "benchmark",
+        task=TASK,
         backend=config["evaluate"]["backend"],
         sampling=config["evaluate"]["sampling"],
         n_per_benchmark=config["evaluate"].get("n_per_benchmark", {}),
@@ -39,14 +38,12 @@ if GREEDY:
             model=eval_model_input,
             data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
         output:
-            samples=expand(f"{OUT}/eval_greedy/{{{{base}}}}/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl",
-                           benchmark=BENCHMARKS),
-            summaries=expand(f"{OUT}/eval_greedy/{{{{base}}}}/{{{{model}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl.summary.json",
-                             benchmark=BENCHMARKS),
+            samples=eval_outputs(eval_root(OUT, greedy=True), BENCHMARKS),
+            summaries=eval_outputs(eval_root(OUT, greedy=True), BENCHMARKS, SUMMARY_SUFFIX),
         params:
             model=eval_model_path,
             benchmarks=BENCHMARKS,
-            task=config["train"]["task"] if TESTBED else "benchmark",
+            task=TASK,
             backend=config["evaluate"]["backend"],
             sampling={**config["evaluate"]["sampling"], "n": 1, "temperature": 0.0, "top_p": 1.0},
             n_per_benchmark={},
@@ -69,21 +66,21 @@ if LEARNING_CURVE:
 
     rule learning_curve:  # accuracy along training: base (step 0), kept checkpoints, final
         input:
-            model=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final",
+            model=RUN_PATTERN.final(OUT),
             data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=LEARNING_CURVE["benchmarks"]),
             # the two ends are read from their evaluations (same sampling), not generated again
-            base_samples=expand(f"{OUT}/eval/{{{{base}}}}/base/seed{{{{seed}}}}/{{benchmark}}.jsonl",
-                                benchmark=LEARNING_CURVE["benchmarks"]),
-            final_samples=expand(f"{OUT}/eval/{{{{base}}}}/{{{{run}}}}/seed{{{{seed}}}}/{{benchmark}}.jsonl",
-                                 benchmark=LEARNING_CURVE["benchmarks"]),
+            base_samples=[EvalFile("{base}", "base", "{seed}", benchmark).path(eval_root(OUT))
+                          for benchmark in LEARNING_CURVE["benchmarks"]],
+            final_samples=[EvalFile("{base}", "{run}", "{seed}", benchmark).path(eval_root(OUT))
+                           for benchmark in LEARNING_CURVE["benchmarks"]],
         output:
-            f"{OUT}/curves/{{base}}/{{run}}/seed{{seed}}.csv",
+            CurveFile("{base}", "{run}", "{seed}").path(OUT),
         params:
             base_model=lambda wc: base_model_path(wc.base),
             max_steps=lambda wc: training_job(wc).trainer["max_steps"],
             benchmarks=LEARNING_CURVE["benchmarks"],
             problems=LEARNING_CURVE["problems"],
-            task=config["train"]["task"] if TESTBED else "benchmark",
+            task=TASK,
             backend=config["evaluate"]["backend"],
             sampling=config["evaluate"]["sampling"],
             batch_size=config["evaluate"].get("batch_size", 32),

@@ -7,16 +7,18 @@ rule figures:
         metrics=metrics_files(list(RUNS)),
         summaries=eval_summaries(MODELS, BENCHMARKS),
     output:
-        grad_norm=report(f"{OUT}/figures/grad_norm.png", caption="../report/grad_norm.rst", category="2 Training",
-                         subcategory="Curves"),
-        sampling_ratio=report(f"{OUT}/figures/sampling_ratio.png", caption="../report/sampling_ratio.rst",
-                              category="2 Training", subcategory="Curves"),
-        budget_curves=report(f"{OUT}/figures/budget_curves.png", caption="../report/budget_curves.rst",
-                             category="3 Evaluation", subcategory="Figures"),
-        token_usage=report(f"{OUT}/figures/token_usage.png", caption="../report/token_usage.rst",
+        grad_norm=report(figure_file(OUT, "grad_norm"), caption="../report/grad_norm.rst",
+                         category="2 Training", subcategory="Curves"),
+        sampling_ratio=report(figure_file(OUT, "sampling_ratio"),
+                              caption="../report/sampling_ratio.rst", category="2 Training",
+                              subcategory="Curves"),
+        budget_curves=report(figure_file(OUT, "budget_curves"),
+                             caption="../report/budget_curves.rst", category="3 Evaluation",
+                             subcategory="Figures"),
+        token_usage=report(figure_file(OUT, "token_usage"), caption="../report/token_usage.rst",
                            category="3 Evaluation", subcategory="Figures"),
-        lambda_ablation=report(f"{OUT}/figures/lambda_ablation.png", caption="../report/lambda_ablation.rst",
-                               category="4 Ablations"),
+        lambda_ablation=report(figure_file(OUT, "lambda_ablation"),
+                               caption="../report/lambda_ablation.rst", category="4 Ablations"),
     params:
         bases=list(BASE_MODELS),
         runs=RUNS,
@@ -37,9 +39,9 @@ rule figures:
 
 rule training_cost:  # one figure per base model
     input:
-        lambda wc: [f"{job.output_dir}/metrics.jsonl" for job in JOBS.values() if job.base == wc.base],
+        lambda wc: [run_dir(job).metrics(OUT) for job in JOBS.values() if job.base == wc.base],
     output:
-        report(f"{OUT}/figures/training_cost_{{base}}.png", caption="../report/training_cost.rst",
+        report(figure_file(OUT, "training_cost_{base}"), caption="../report/training_cost.rst",
                category="2 Training", subcategory="Training cost", labels={"base model": "{base}"}),
     params:
         reference=config["report"]["cost_reference"],
@@ -60,7 +62,7 @@ rule report_setup:  # what the report's first entry shows: the run's setup, mode
         models=[f"{RES}/models/{b}" for b, spec in BASE_MODELS.items() if spec["source"] != "hub"],
         summaries=eval_summaries(MODELS, BENCHMARKS),  # all: the machines each evaluation ran on
     output:
-        report(f"{OUT}/report/setup.html", caption="../report/setup.rst", category="1 Setup"),
+        report(report_page(OUT, "setup"), caption="../report/setup.rst", category="1 Setup"),
     params:
         config=config,
         base_models=BASE_MODELS,
@@ -85,7 +87,7 @@ if LEARNING_CURVE:
         input:
             [path for paths in CURVE_FILES.values() for path in paths],
         output:
-            report(f"{OUT}/figures/learning_curves.png", caption="../report/learning_curves.rst",
+            report(figure_file(OUT, "learning_curves"), caption="../report/learning_curves.rst",
                    category="2 Training", subcategory="Learning curves"),
         params:
             curves=[[base, run, paths] for (base, run), paths in CURVE_FILES.items()],
@@ -108,7 +110,7 @@ if LENGTH_RUNS:
         input:
             metrics=metrics_files(LENGTH_RUNS),
         output:
-            report(f"{OUT}/figures/length_episodes.png", caption="../report/length_episodes.rst",
+            report(figure_file(OUT, "length_episodes"), caption="../report/length_episodes.rst",
                    category="2 Training", subcategory="Curves"),
         params:
             runs=LENGTH_RUNS,

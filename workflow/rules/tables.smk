@@ -6,13 +6,13 @@
 rule table:
     input:
         samples=table_files,
-        summaries=lambda wc: table_files(wc, suffix=".summary.json"),
+        summaries=lambda wc: table_files(wc, suffix=SUMMARY_SUFFIX),
     output:
-        md=f"{OUT}/tables/{{table}}.md",
-        tex=f"{OUT}/tables/{{table}}.tex",
-        csv=f"{OUT}/tables/{{table}}.csv",
-        html=report(f"{OUT}/tables/{{table}}.html", caption="../report/table.rst", category="3 Evaluation",
-                    subcategory="Tables", labels={"table": "{table}"}),
+        md=table_file(OUT, "{table}", "md"),
+        tex=table_file(OUT, "{table}", "tex"),
+        csv=table_file(OUT, "{table}", "csv"),
+        html=report(table_file(OUT, "{table}", "html"), caption="../report/table.rst",
+                    category="3 Evaluation", subcategory="Tables", labels={"table": "{table}"}),
     params:
         spec=lambda wc: TABLE_SPECS[wc.table][:3],
     wildcard_constraints:
@@ -33,8 +33,8 @@ rule comparison:
     input:
         samples=lambda wc: eval_files(COMPARISONS[wc.comparison], config["evaluate"]["benchmarks"]),
     output:
-        md=f"{OUT}/tables/{{comparison}}.md",
-        csv=f"{OUT}/tables/{{comparison}}.csv",
+        md=table_file(OUT, "{comparison}", "md"),
+        csv=table_file(OUT, "{comparison}", "csv"),
     params:
         pair=lambda wc: COMPARISONS[wc.comparison],
         benchmarks=config["evaluate"]["benchmarks"],

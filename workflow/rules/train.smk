@@ -10,7 +10,7 @@ localrules:
 
 rule run_config:
     output:
-        f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/run.yaml",
+        RUN_PATTERN.run_config(OUT),
     params:
         run=lambda wc: training_job(wc).run_config(config),  # a change of any setting reruns the job
     log:
@@ -23,13 +23,13 @@ rule run_config:
 
 rule train:
     input:
-        run_config=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/run.yaml",
+        run_config=RUN_PATTERN.run_config(OUT),
         model=base_model_input,
         data=train_data_file,
         decontamination=f"{RES}/data/decontamination.json",  # no train/test overlap (data.smk)
     output:
-        model=directory(f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/final"),
-        metrics=f"{OUT}/runs/{{base}}/{{run}}/seed{{seed}}/metrics.jsonl",
+        model=directory(RUN_PATTERN.final(OUT)),
+        metrics=RUN_PATTERN.metrics(OUT),
     params:
         command=train_command,
     log:

@@ -10,7 +10,8 @@ import torch  # noqa: E402
 from _common import logged  # noqa: E402
 
 from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, run_audit  # noqa: E402
-from gc2po.training.train import build_args, read_jsonl  # noqa: E402
+from gc2po.data.jsonl import read_jsonl  # noqa: E402
+from gc2po.training.train import build_args  # noqa: E402
 
 sm = snakemake  # noqa: F821
 a = sm.params.audit

@@ -8,15 +8,17 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
 from gc2po.audit import plot_audit  # noqa: E402
+from gc2po.reporting.layout import CheckpointAuditDir, audit_of_summary  # noqa: E402
 from gc2po.reporting.names import method_name  # noqa: E402
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
     def key(path: Path) -> tuple[str, str]:
-        """(base, label) of .../audit/{base}/{model}/seed{k}[/step{n}]/summary.json"""
-        if path.parent.name.startswith("step"):  # a checkpoint along training
-            return path.parents[3].name, f"{method_name(path.parents[2].name)} at step {path.parent.name[4:]}"
-        return path.parents[2].name, method_name(path.parents[1].name)
+        """(base, panel label) of an audit's summary.json (of a model or a kept checkpoint)."""
+        audit = audit_of_summary(path)
+        if isinstance(audit, CheckpointAuditDir):  # a checkpoint along training
+            return audit.base, f"{method_name(audit.model)} at step {audit.step}"
+        return audit.base, method_name(audit.model)
 
     paths = list(map(Path, sm.input))
     one_base = len({key(path)[0] for path in paths}) == 1

@@ -8,9 +8,9 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 import torch  # noqa: E402
 from _common import logged  # noqa: E402
 
+from gc2po.data.jsonl import read_jsonl  # noqa: E402
 from gc2po.evaluation.provenance import data_provenance  # noqa: E402
 from gc2po.evaluation.run import BenchmarkData, EvalKey, evaluate_model  # noqa: E402
-from gc2po.training.train import read_jsonl  # noqa: E402
 
 sm = snakemake  # noqa: F821
 p = sm.params

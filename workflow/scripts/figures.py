@@ -10,6 +10,7 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
 from gc2po.reporting import figures  # noqa: E402
+from gc2po.reporting.layout import EvalFile, RunDir  # noqa: E402
 from gc2po.reporting.names import method_order  # noqa: E402
 
 sm = snakemake  # noqa: F821
@@ -17,12 +18,14 @@ p = sm.params
 ORDER = {run: i for i, run in enumerate(["base"] + method_order(list(p.runs)))}
 
 with logged(sm) as log:
-    runs = defaultdict(list)  # (base, run) -> metrics per seed; .../runs/{base}/{run}/seed{k}/metrics.jsonl
+    runs = defaultdict(list)  # (base, run) -> metrics per seed
     for path in map(Path, sm.input.metrics):
-        runs[(path.parents[2].name, path.parents[1].name)].append(path)
-    evals = defaultdict(list)  # (base, model, benchmark) -> summaries; .../eval/{base}/{model}/seed{k}/{b}.jsonl.summary.json
+        run = RunDir.parse(path.parent)
+        runs[(run.base, run.run)].append(path)
+    evals = defaultdict(list)  # (base, model, benchmark) -> summaries per seed
     for path in map(Path, sm.input.summaries):
-        evals[(path.parents[2].name, path.parents[1].name, path.name.removesuffix(".jsonl.summary.json"))].append(path)
+        key = EvalFile.of_summary(path)
+        evals[(key.base, key.model, key.benchmark)].append(path)
     runs = dict(sorted(runs.items(), key=lambda item: (p.bases.index(item[0][0]), ORDER[item[0][1]])))
     evals = dict(sorted(evals.items(), key=lambda item: (p.bases.index(item[0][0]), ORDER[item[0][1]])))
 

@@ -1,20 +1,21 @@
 """Accuracy along training of one run: base model, kept checkpoints, final model."""
 
 import sys
+from pathlib import Path
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 import torch  # noqa: E402
 from _common import logged  # noqa: E402
 
+from gc2po.data.jsonl import read_jsonl  # noqa: E402
 from gc2po.evaluation.backends import SamplingConfig  # noqa: E402
 from gc2po.evaluation.learning_curve import curve_points, learning_curve  # noqa: E402
-from gc2po.training.train import read_jsonl  # noqa: E402
 
 sm = snakemake  # noqa: F821
 p = sm.params
 with logged(sm) as log:
     torch.set_num_threads(sm.threads)
-    points = curve_points(sm.input.model.rsplit("/", 1)[0], p.max_steps)
+    points = curve_points(Path(sm.input.model).parent, p.max_steps)  # the run's folder
     benchmarks = {name: read_jsonl(path)[: p.problems] for name, path in zip(p.benchmarks, sm.input.data)}
     sampling = SamplingConfig(**{**p.sampling, "seed": int(sm.wildcards.seed)})
     ends = {0: (p.base_model, dict(zip(p.benchmarks, sm.input.base_samples))),

@@ -10,14 +10,14 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
 from gc2po.reporting import figures  # noqa: E402
+from gc2po.reporting.layout import RunDir  # noqa: E402
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
-    runs = defaultdict(
-        list
-    )  # (base, run) -> metrics per seed; .../runs/{base}/{run}/seed{k}/metrics.jsonl
+    runs = defaultdict(list)  # (base, run) -> metrics per seed
     for path in sorted(map(Path, sm.input.metrics)):
-        runs[(path.parents[2].name, path.parents[1].name)].append(path)
+        run = RunDir.parse(path.parent)
+        runs[(run.base, run.run)].append(path)
     order = {run: i for i, run in enumerate(sm.params.runs)}
     runs = dict(
         sorted(

@@ -10,13 +10,15 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
 from gc2po.reporting import figures  # noqa: E402
+from gc2po.reporting.layout import RunDir  # noqa: E402
 from gc2po.reporting.names import method_order  # noqa: E402
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
-    by_run = defaultdict(list)  # .../runs/{base}/{run}/seed{k}/metrics.jsonl
-    for path in sorted(map(Path, sm.input), key=lambda path: path.parent.name):
-        by_run[path.parents[1].name].append(path)
+    by_run = defaultdict(list)  # run -> metrics per seed, in seed order
+    runs_of = {path: RunDir.parse(path.parent) for path in map(Path, sm.input)}
+    for path in sorted(runs_of, key=lambda path: runs_of[path].seed):
+        by_run[runs_of[path].run].append(path)
     runs = {run: by_run[run] for run in method_order(list(by_run))}
     ratios = figures.training_cost(runs, sm.params.reference, sm.output[0], f"Training cost ({sm.wildcards.base})")
     log("step time / reference (mean, 95% CI over seeds):", json.dumps(ratios))
