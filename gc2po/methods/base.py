@@ -79,6 +79,14 @@ class Method:
     max_episodes_field: str = "max_episodes"
     cf_state: str = "episode_end"  # the default token whose state R_cf reads (gc2po.training.episode_states)
 
+    def check_fixed(self, settings: dict[str, Any]) -> None:
+        """Refuse settings that give a field this method fixes another value (ValueError naming
+        the first)."""
+        for key, value in self.fixed.items():
+            if key in settings and settings[key] != value:
+                raise ValueError(f"{key}={settings[key]!r} conflicts with method {self.name!r}, which "
+                                 f"fixes {key}={value!r} (part of its definition); remove {key}")
+
     def __post_init__(self):
         if self.loss_type not in LOSS_TYPES:
             raise ValueError(f"method {self.name!r}: loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")

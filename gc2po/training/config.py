@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig
@@ -150,6 +151,11 @@ class GC2POConfig(GRPOConfig):
 
     def __post_init__(self):
         method = get_method(self.method)
+        # what the method fixes is refused when set otherwise (a field left at its default
+        # takes the method's value): the one rule, shared with run configs (Method.check_fixed)
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        method.check_fixed({key: getattr(self, key) for key in method.fixed
+                            if getattr(self, key) != defaults[key]})
         for key, value in method.fixed.items():
             setattr(self, key, value)
         if self.cf_state is None:

@@ -130,9 +130,12 @@ def check_value(name: str, value: Any, allowed: list[str]) -> Any:
     raise ValueError(f"run config: trainer.{name} must be {' or '.join(allowed)}, got {value!r}")
 
 
-def precheck(run: dict) -> None:
-    """What can be checked without importing torch, transformers or trl: keys, trainer value types,
-    the model and data paths, and a used output_dir. Raises ValueError naming the key."""
+def checked_trainer(run: dict) -> dict:
+    """The checks of a run config that need no torch, transformers or trl import: its keys, the
+    required ones, the task and seed, and every trainer key and value type (from
+    ``config_fields.json``, kept equal to ``GC2POConfig`` by a test). Returns the trainer
+    settings with their values typed (an int given for a float becomes a float). Raises
+    ValueError naming the key."""
     unknown = sorted(set(run) - RUN_KEYS)
     if unknown:
         raise ValueError(f"run config: unknown key(s) {unknown}; valid: {sorted(RUN_KEYS)}")
@@ -142,18 +145,24 @@ def precheck(run: dict) -> None:
     run_task(run)
     if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
         raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
-    fields = json.loads(FIELDS_FILE.read_text())
     trainer = run.get("trainer") or {}
     if not isinstance(trainer, dict):
         raise ValueError("run config: trainer must be a mapping of GC2POConfig fields")
+    fields = json.loads(FIELDS_FILE.read_text())
     bad = sorted(set(trainer) - set(fields))
     if bad:
         raise ValueError(f"run config: unknown trainer key(s) {bad} (not fields of GC2POConfig)")
     for key, source in DERIVED_KEYS.items():
         if key in trainer:
-            raise ValueError(f"run config: trainer.{key} is set from {source}; remove it from the trainer section")
-    for key, value in trainer.items():
-        check_value(key, value, fields[key])
+            raise ValueError(f"run config: trainer.{key} is set from {source}; "
+                             "remove it from the trainer section")
+    return {key: check_value(key, value, fields[key]) for key, value in trainer.items()}
+
+
+def precheck(run: dict) -> None:
+    """Within a second, before torch is imported: :func:`checked_trainer`, the model and data
+    paths, and a used output_dir. Raises ValueError naming the key."""
+    checked_trainer(run)
     check_model_source(str(run["model"]))
     if not Path(run["train_data"]).is_file():
         raise ValueError(f"run config: train_data {run['train_data']!r}: no such file")
@@ -181,29 +190,12 @@ def build_args(run: dict):
     from gc2po.methods import get_method
     from gc2po.training.config import GC2POConfig
 
-    unknown = sorted(set(run) - RUN_KEYS)
-    if unknown:
-        raise ValueError(f"run config: unknown key(s) {unknown}; valid: {sorted(RUN_KEYS)}")
-    for key in ("model", "train_data", "output_dir"):
-        if not run.get(key):
-            raise ValueError(f"run config: missing required key {key!r}")
-    run_task(run)
-    trainer = dict(run.get("trainer") or {})
-    fields = describe_fields(GC2POConfig)
-    bad = sorted(set(trainer) - set(fields))
-    if bad:
-        raise ValueError(f"run config: unknown trainer key(s) {bad} (not fields of GC2POConfig)")
-    for key, source in DERIVED_KEYS.items():
-        if key in trainer:
-            raise ValueError(f"run config: trainer.{key} is set from {source}; remove it from the trainer section")
-    trainer = {k: check_value(k, v, fields[k]) for k, v in trainer.items()}
+    trainer = checked_trainer(run)
     method = get_method(str(run.get("method", "gc2po")))
-    for key, value in method.fixed.items():
-        if key in trainer and trainer[key] != value:
-            raise ValueError(f"run config: trainer.{key}={trainer[key]!r} conflicts with method {method.name!r}, "
-                             f"which fixes {key}={value!r} (part of its definition); remove trainer.{key}")
-    if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
-        raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
+    try:
+        method.check_fixed(trainer)
+    except ValueError as err:
+        raise ValueError(f"run config: trainer.{err}") from err
     if method.nonnegative_rewards:
         from gc2po.training.rewards import REWARDS, check_nonnegative_rewards
 

@@ -12,8 +12,14 @@ AUDIT_REWARD_RUN = AUDIT.get("reward_run") or next((r for r in ("gc2po_add", "gc
 if AUDIT_MODELS and AUDIT_REWARD_RUN not in RUNS:
     raise ValueError(f"audit.reward_run: {AUDIT_REWARD_RUN!r} is not a run of this config "
                      "(the audit scores R_cf with a GC2PO run's settings)")
-AUDIT_SETTINGS = (next(j for j in JOBS.values() if j.run == AUDIT_REWARD_RUN).run_config(config)
-                  if AUDIT_MODELS else {})
+
+
+def audit_settings(wildcards):
+    """The run.yaml whose R_cf settings score an audit on this base model: the reward run's,
+    its first seed's (every seed has the same settings)."""
+    seed = RUNS[AUDIT_REWARD_RUN].seeds[0]
+    return RunDir(wildcards.base, AUDIT_REWARD_RUN, seed).run_config(OUT)
+
 AUDIT_SEED = AUDIT.get("seed", 0)
 AUDIT_CHECKPOINTS = [CheckpointAuditDir(base, run, AUDIT_SEED, step).file(OUT, AuditDir.SUMMARY)
                      for base in BASE_MODELS for run in AUDIT_MODELS if run != "base" and run in models_of(base)
@@ -26,6 +32,7 @@ rule audit:
     input:
         model=eval_model_input,
         data=f"{RES}/data/{AUDIT.get('split', 'test_id')}.jsonl",
+        settings=audit_settings,  # the run.yaml whose R_cf settings score the completions
     output:
         summary=MODEL_AUDIT.file(OUT, AuditDir.SUMMARY),
         completions=MODEL_AUDIT.file(OUT, AuditDir.COMPLETIONS),
@@ -33,7 +40,6 @@ rule audit:
     params:
         model=eval_model_path,
         audit=AUDIT,
-        settings=AUDIT_SETTINGS,  # the run config whose R_cf settings score the completions
         study=lambda wc: wc.model == "base",  # the perturbation grid runs on the base model
     log:
         f"logs/{NAME}/audit/{{base}}_{{model}}_seed{{seed}}.log",
@@ -51,6 +57,7 @@ rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
     input:
         model=RUN_PATTERN.final(OUT),  # the run (and its checkpoints) exists
         data=f"{RES}/data/{AUDIT.get('split', 'test_id')}.jsonl",
+        settings=audit_settings,
     output:
         summary=CHECKPOINT_AUDIT.file(OUT, AuditDir.SUMMARY),
         completions=CHECKPOINT_AUDIT.file(OUT, AuditDir.COMPLETIONS),
@@ -58,7 +65,6 @@ rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
     params:
         model=lambda wc: RunDir(wc.base, wc.run, wc.seed).checkpoint(OUT, wc.step),
         audit=AUDIT,
-        settings=AUDIT_SETTINGS,
         study=False,
     wildcard_constraints:
         step=r"\d+",

@@ -11,14 +11,16 @@ from _common import logged  # noqa: E402
 
 from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, run_audit  # noqa: E402
 from gc2po.data.jsonl import read_jsonl  # noqa: E402
-from gc2po.training.train import build_args  # noqa: E402
+from gc2po.training.run_config import build_args, load_run_config  # noqa: E402
 
 sm = snakemake  # noqa: F821
 a = sm.params.audit
 with logged(sm) as log:
     torch.set_num_threads(sm.threads)
-    config = AuditConfig.from_trainer(build_args(sm.params.settings), k=a.get("k", 8), seed=int(sm.wildcards.seed),
-                                      max_new_tokens=a.get("max_new_tokens", 96), study_draws=a.get("study_draws", 5))
+    run = build_args(load_run_config(sm.input.settings))  # the reward run's resolved settings
+    config = AuditConfig.from_trainer(run, k=a.get("k", 8), seed=int(sm.wildcards.seed),
+                                      max_new_tokens=a.get("max_new_tokens", 96),
+                                      study_draws=a.get("study_draws", 5))
     if not Path(sm.params.model).is_dir():
         raise ValueError(f"audit: {sm.params.model} does not exist: audit.checkpoint_steps must name steps whose "
                          "checkpoints the run keeps (train.trainer save_steps and save_total_limit)")
