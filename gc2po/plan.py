@@ -60,6 +60,18 @@ class Run:
     bases: tuple[str, ...] = ()
     seeds: tuple[int, ...] = ()
 
+    @property
+    def display_name(self) -> str:
+        """Its name in tables and figures: its method's display name, with the run's own settings
+        inside the name's parentheses ("GC2PO (paper, lambda_exp = 0.5)") or after it."""
+        from gc2po.methods import get_method
+
+        name = get_method(self.method).display_name
+        if not self.trainer:
+            return name
+        settings = ", ".join(f"{key} = {value}" for key, value in self.trainer.items())
+        return f"{name[:-1]}, {settings})" if name.endswith(")") else f"{name} ({settings})"
+
 
 @dataclass(frozen=True)
 class TrainingJob:

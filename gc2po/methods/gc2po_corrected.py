@@ -14,7 +14,12 @@ from __future__ import annotations
 import torch
 
 from gc2po.core.corrected import additive_token_advantages
-from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
+from gc2po.methods.base import (
+    RolloutBatch,
+    advantage_metrics,
+    register_method,
+    register_variant,
+)
 
 FIDELITY = (
     "departure from the paper: additive GRPO + lambda_cf * group z-score of R_cf per episode, "
@@ -29,24 +34,9 @@ KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="las
 @register_method(
     "gc2po_add",
     "GC2PO (corrected, additive): GRPO's advantage + lambda_cf * z(R_cf) per episode",
-    **KIND,
-)
-@register_method(
-    "gc2po_add_no_sexp",
-    "GC2PO (corrected, additive) w/o S_exp (lambda_exp = 0)",
-    fixed={"lambda_exp": 0.0},
-    **KIND,
-)
-@register_method(
-    "gc2po_add_no_ssta",
-    "GC2PO (corrected, additive) w/o S_sta (R_cf = lambda_exp S_exp)",
-    fixed={"lambda_sta": 0.0},
-    **KIND,
-)
-@register_method(
-    "gc2po_add_no_rcf",
-    "GC2PO (corrected, additive) w/o R_cf (lambda_cf = 0): exactly GRPO",
-    fixed={"lambda_cf": 0.0},
+    display_name="GC2PO (corrected, additive)",
+    colour="#393b79",
+    order=90,
     **KIND,
 )
 def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
@@ -73,3 +63,33 @@ def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dic
     flipped = (adv * outcome < 0) & mask
     metrics["advantages/sign_flip_frac"] = flipped.float().sum().item() / max(1, int(mask.sum()))
     return adv, metrics
+
+
+# its ablations, in the tables' order after it
+register_variant(
+    "gc2po_add",
+    "gc2po_add_no_sexp",
+    "GC2PO (corrected, additive) w/o S_exp (lambda_exp = 0)",
+    fixed={"lambda_exp": 0.0},
+    display_name="GC2PO (corrected) w/o S_exp",
+    colour="#98df8a",
+    order=91,
+)
+register_variant(
+    "gc2po_add",
+    "gc2po_add_no_ssta",
+    "GC2PO (corrected, additive) w/o S_sta (R_cf = lambda_exp S_exp)",
+    fixed={"lambda_sta": 0.0},
+    display_name="GC2PO (corrected) w/o S_sta",
+    colour="#c5b0d5",
+    order=92,
+)
+register_variant(
+    "gc2po_add",
+    "gc2po_add_no_rcf",
+    "GC2PO (corrected, additive) w/o R_cf (lambda_cf = 0): exactly GRPO",
+    fixed={"lambda_cf": 0.0},
+    display_name="GC2PO (corrected) w/o R_cf",
+    colour="#c49c94",
+    order=93,
+)

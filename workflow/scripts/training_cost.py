@@ -18,5 +18,6 @@ with logged(sm) as log:
     for path in sorted(map(Path, sm.input), key=lambda path: path.parent.name):
         by_run[path.parents[1].name].append(path)
     runs = {run: by_run[run] for run in method_order(list(by_run))}
-    ratios = figures.training_cost(runs, sm.params.reference, sm.output[0], f"Training cost ({sm.wildcards.base})")
+    ratios = figures.training_cost(runs, sm.params.reference, sm.output[0],
+                                   f"Training cost ({sm.wildcards.base})", sm.params.names)
     log("step time / reference (mean, 95% CI over seeds):", json.dumps(ratios))
