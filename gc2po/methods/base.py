@@ -112,8 +112,8 @@ def _add(method: Method, site: str) -> Method:
         for key in ("colour", "order"):
             if other.name != method.name and getattr(other, key) == getattr(method, key):
                 value = getattr(method, key)
-                raise ValueError(f"method {method.name!r} at {site}: {key} {value!r} is already "
-                                 f"method {other.name!r}'s (at {METHODS.site(other.name)})")
+                raise ValueError(f"method {method.name!r} at {site}: {key} {value!r} is taken by "
+                                 f"method {other.name!r} (at {METHODS.site(other.name)})")
     return METHODS.add(method.name, method, site)
 
 
