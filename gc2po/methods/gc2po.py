@@ -33,14 +33,22 @@ def gc2po_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     return adv, metrics
 
 
-# its ablations, in the tables' order after it
-register_variant("gc2po", "gc2po_no_sexp", "GC2PO w/o S_exp (lambda_exp = 0)",
-                 fixed={"lambda_exp": 0.0}, display_name="GC2PO (paper) w/o S_exp",
-                 colour="#bcbd22", order=81)
-register_variant("gc2po", "gc2po_no_ssta", "GC2PO w/o S_sta (R_cf = lambda_exp S_exp)",
-                 fixed={"lambda_sta": 0.0}, display_name="GC2PO (paper) w/o S_sta",
-                 colour="#aec7e8", order=82)
-register_variant("gc2po", "gc2po_no_rcf",
-                 "GC2PO w/o R_cf (lambda_cf = 0): outcome reward on episodes only",
-                 fixed={"lambda_cf": 0.0}, display_name="GC2PO (paper) w/o R_cf",
-                 colour="#ffbb78", order=83)
+# The paper's ablations, for either form: name suffix, the term of R_cf or S dropped, the setting
+# that drops it
+ABLATIONS = [("no_sexp", "S_exp", {"lambda_exp": 0.0}), ("no_ssta", "S_sta", {"lambda_sta": 0.0}),
+             ("no_rcf", "R_cf", {"lambda_cf": 0.0})]
+
+
+def register_ablations(form: str, display_name: str, colours: list[str], orders: list[int]) -> None:
+    """Register ``<form>_no_sexp``, ``<form>_no_ssta`` and ``<form>_no_rcf`` (method ``form``
+    with one term switched off), in that order, each with its colour and place in tables."""
+    for (suffix, term, fixed), colour, order in zip(ABLATIONS, colours, orders, strict=True):
+        setting = ", ".join(f"{key} = {value:g}" for key, value in fixed.items())
+        register_variant(form, f"{form}_{suffix}", f"{display_name} w/o {term} ({setting})",
+                         fixed=fixed, display_name=f"{display_name} w/o {term}", colour=colour,
+                         order=order)
+
+
+# w/o R_cf: with the paper's formula a wrong trajectory gets r = 0, so no token advantage
+register_ablations("gc2po", "GC2PO (paper)", colours=["#bcbd22", "#aec7e8", "#ffbb78"],
+                   orders=[81, 82, 83])

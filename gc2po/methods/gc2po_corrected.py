@@ -14,12 +14,8 @@ from __future__ import annotations
 import torch
 
 from gc2po.core.corrected import additive_token_advantages
-from gc2po.methods.base import (
-    RolloutBatch,
-    advantage_metrics,
-    register_method,
-    register_variant,
-)
+from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
+from gc2po.methods.gc2po import register_ablations
 
 FIDELITY = (
     "departure from the paper: additive GRPO + lambda_cf * group z-score of R_cf per episode, "
@@ -65,31 +61,6 @@ def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dic
     return adv, metrics
 
 
-# its ablations, in the tables' order after it
-register_variant(
-    "gc2po_add",
-    "gc2po_add_no_sexp",
-    "GC2PO (corrected, additive) w/o S_exp (lambda_exp = 0)",
-    fixed={"lambda_exp": 0.0},
-    display_name="GC2PO (corrected) w/o S_exp",
-    colour="#98df8a",
-    order=91,
-)
-register_variant(
-    "gc2po_add",
-    "gc2po_add_no_ssta",
-    "GC2PO (corrected, additive) w/o S_sta (R_cf = lambda_exp S_exp)",
-    fixed={"lambda_sta": 0.0},
-    display_name="GC2PO (corrected) w/o S_sta",
-    colour="#c5b0d5",
-    order=92,
-)
-register_variant(
-    "gc2po_add",
-    "gc2po_add_no_rcf",
-    "GC2PO (corrected, additive) w/o R_cf (lambda_cf = 0): exactly GRPO",
-    fixed={"lambda_cf": 0.0},
-    display_name="GC2PO (corrected) w/o R_cf",
-    colour="#c49c94",
-    order=93,
-)
+# w/o R_cf is GRPO exactly (tests/training/test_trainer.py checks it)
+register_ablations("gc2po_add", "GC2PO (corrected)", colours=["#98df8a", "#c5b0d5", "#c49c94"],
+                   orders=[91, 92, 93])
