@@ -73,12 +73,15 @@ def test_a_new_method_file_trains_through_the_workflow_and_is_the_only_change(tm
     overlay = tmp_path / "toy.yaml"
     overlay.write_text(yaml.safe_dump(toy_overlay()))
     work = tmp_path / "wf"
-    run = work / "results/toy/runs/testbed/toy_sign/seed0"
-    env = {**os.environ, "PYTHONPATH": str(copy)}  # the copy's package, not the installed one
+    target = "results/toy/runs/testbed/toy_sign/seed0"  # the toy run's, relative to the work folder
+    # the copy's package, not the installed one nor this checkout's (`python -m` puts the working
+    # folder first on sys.path)
+    env = {**os.environ, "PYTHONPATH": str(copy)}
     out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "-s", str(copy / "Snakefile"),
-                          "-d", str(work), f"{run}/final", "--configfile", str(copy / "config/config.yaml"),
-                          str(overlay)], env=env, capture_output=True, text=True, timeout=600)
+                          "-d", str(work), f"{target}/final", "--configfile", str(copy / "config/config.yaml"),
+                          str(overlay)], cwd=copy, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-5000:]
+    run = work / target
     assert (run / "final/config.json").is_file()
     assert yaml.safe_load((run / "run.yaml").read_text())["method"] == "toy_sign"
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
