@@ -142,6 +142,11 @@ def runs(config: dict) -> dict[str, Run]:
     return out
 
 
+def display_names(config: dict) -> dict[str, str]:
+    """Run label -> its name in tables and figures (``Run.display_name``)."""
+    return {label: run.display_name for label, run in runs(config).items()}
+
+
 def _check_method_names(mapping: dict, where: str) -> None:
     """Keys must be registered methods (an overlay may name methods its base config trains)."""
     from gc2po.methods import METHODS

@@ -79,6 +79,8 @@ rule audit_figure:
         AUDIT_CHECKPOINTS,
     output:
         report(f"{OUT}/figures/reward_audit.png", caption="../report/reward_audit.rst", category="5 Reward audit"),
+    params:
+        names=RUN_NAMES,
     log:
         f"logs/{NAME}/audit_figure.log",
     conda:

@@ -15,8 +15,9 @@ with logged(sm) as log:
     def key(path: Path) -> tuple[str, str]:
         """(base, label) of .../audit/{base}/{model}/seed{k}[/step{n}]/summary.json"""
         if path.parent.name.startswith("step"):  # a checkpoint along training
-            return path.parents[3].name, f"{method_name(path.parents[2].name)} at step {path.parent.name[4:]}"
-        return path.parents[2].name, method_name(path.parents[1].name)
+            run = method_name(path.parents[2].name, sm.params.names)
+            return path.parents[3].name, f"{run} at step {path.parent.name[4:]}"
+        return path.parents[2].name, method_name(path.parents[1].name, sm.params.names)
 
     paths = list(map(Path, sm.input))
     one_base = len({key(path)[0] for path in paths}) == 1
