@@ -158,8 +158,8 @@ def _add_tables(sub):
     p.add_argument("--benchmarks", help="comma-separated benchmarks, in column order (default: every one found)")
     p.add_argument("--title", default="Pass@1 (%) per benchmark", help="table title")
     p.add_argument("--configfile", nargs="+", default=None, metavar="YAML",
-                   help="the workflow config(s) that planned the runs, which names the runs outside "
-                        "the method registry (lambda sweeps, variants; else: their labels)")
+                   help="the workflow config(s) that planned the runs, which names the runs "
+                        "outside the method registry (lambda sweeps, variants; else: their labels)")
     p.set_defaults(func=_tables)
 
 

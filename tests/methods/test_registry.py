@@ -20,8 +20,10 @@ def test_a_method_registered_twice_fails_naming_both_places():
 
 
 @pytest.mark.parametrize("taken, match", [
-    ({"colour": METHODS["grpo"].colour}, r"colour '#1f77b4' is taken by method 'grpo' \(at .*methods/grpo.py"),
-    ({"order": METHODS["gc2po"].order}, r"order 80 is taken by method 'gc2po' \(at .*methods/gc2po.py"),
+    ({"colour": METHODS["grpo"].colour},
+     r"colour '#1f77b4' is taken by method 'grpo' \(at .*methods/grpo.py"),
+    ({"order": METHODS["gc2po"].order},
+     r"order 80 is taken by method 'gc2po' \(at .*methods/gc2po.py"),
 ])
 def test_a_colour_or_table_place_another_method_has_is_refused(taken, match):
     with pytest.raises(ValueError, match=r"method 'toy' at .*test_registry.py:\d+: " + match):
@@ -32,7 +34,8 @@ def test_a_colour_or_table_place_another_method_has_is_refused(taken, match):
 def test_a_variant_fixes_what_its_method_fixes_and_more(monkeypatch):
     monkeypatch.setattr(base, "METHODS", Registry("method"))  # leaves the real registry alone
 
-    @register_method("toy", "a toy", loss_type="dr_grpo", fixed={"beta": 0.0}, needs_episodes=True, **SHOWN)
+    @register_method("toy", "a toy", loss_type="dr_grpo", fixed={"beta": 0.0}, needs_episodes=True,
+                     **SHOWN)
     def toy_advantages(batch, config):
         return None
 

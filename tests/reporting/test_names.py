@@ -40,8 +40,10 @@ def test_methods_keep_their_names_colours_and_order():
 
 def test_runs_outside_the_registry_are_named_by_the_plan_and_sort_after_it():
     config = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_full.yaml"])
-    config["variants"] = {"gc2po_mean": {"method": "gc2po", "trainer": {"episode_weight_norm": "mean"}},
-                          "grpo_slow": {"method": "grpo", "trainer": {"learning_rate": 1.0e-7}}}
+    config["variants"] = {
+        "gc2po_mean": {"method": "gc2po", "trainer": {"episode_weight_norm": "mean"}},
+        "grpo_slow": {"method": "grpo", "trainer": {"learning_rate": 1.0e-7}},
+    }
     planned = runs(config)
     names = {label: run.display_name for label, run in planned.items()}
     assert {label: names[label] for label in names if label not in METHODS} == {

@@ -55,8 +55,8 @@ def toy_overlay() -> dict:
     overlay["evaluate"].pop("learning_curve")
     overlay.update(name="toy", methods=["toy_sign"], ablation_methods=[],
                    sweeps={"lambda_exp": [], "lambda_cf": []})
-    overlay["report"].update(main_methods=["toy_sign"], ablation_methods=[], cost_reference="toy_sign",
-                             comparisons=[])
+    overlay["report"].update(main_methods=["toy_sign"], ablation_methods=[],
+                             cost_reference="toy_sign", comparisons=[])
     return overlay
 
 
@@ -77,9 +77,10 @@ def test_a_new_method_file_trains_through_the_workflow_and_is_the_only_change(tm
     # the copy's package, not the installed one nor this checkout's (`python -m` puts the working
     # folder first on sys.path)
     env = {**os.environ, "PYTHONPATH": str(copy)}
-    out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "-s", str(copy / "Snakefile"),
-                          "-d", str(work), f"{target}/final", "--configfile", str(copy / "config/config.yaml"),
-                          str(overlay)], cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+    command = [sys.executable, "-m", "snakemake", "--cores", "2", "-s", str(copy / "Snakefile"),
+               "-d", str(work), f"{target}/final",
+               "--configfile", str(copy / "config/config.yaml"), str(overlay)]
+    out = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-5000:]
     run = work / target
     assert (run / "final/config.json").is_file()
@@ -88,5 +89,5 @@ def test_a_new_method_file_trains_through_the_workflow_and_is_the_only_change(tm
     assert any("advantages/mean" in r and r["step"] == 1 for r in records), records
     before, after = files(ROOT), files(copy)
     changed = sorted(path for path in before.keys() & after.keys() if before[path] != after[path])
-    assert (sorted(after.keys() - before.keys()), sorted(before.keys() - after.keys()), changed) == (
-        ["gc2po/methods/toy_sign.py"], [], [])
+    added, removed = sorted(after.keys() - before.keys()), sorted(before.keys() - after.keys())
+    assert (added, removed, changed) == (["gc2po/methods/toy_sign.py"], [], [])
