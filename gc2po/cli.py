@@ -90,12 +90,15 @@ def _audit(ns):
 def _tables(ns):
     from pathlib import Path
 
+    from gc2po.training.plan import display_names, load_config
     from gc2po.reporting.tables import find_eval_files, write_table
 
     files, methods, benchmarks = find_eval_files(ns.eval_dir, _split(ns.methods), _split(ns.benchmarks))
+    names = display_names(load_config(ns.configfile)) if ns.configfile else None
     out = Path(ns.out)
     write_table(files, methods, benchmarks, ns.title, md=out.with_suffix(".md"), tex=out.with_suffix(".tex"),
-                csv=out.with_suffix(".csv"), html=out.with_suffix(".html"), label=out.name)
+                csv=out.with_suffix(".csv"), html=out.with_suffix(".html"), label=out.name,
+                names=names)
     print(out.with_suffix(".md").read_text())
 
 
@@ -160,6 +163,9 @@ def _add_tables(sub):
     p.add_argument("--methods", help="comma-separated runs to list (default: every run found, in the paper's order)")
     p.add_argument("--benchmarks", help="comma-separated benchmarks, in column order (default: every one found)")
     p.add_argument("--title", default="Pass@1 (%) per benchmark", help="table title")
+    p.add_argument("--configfile", nargs="+", default=None, metavar="YAML",
+                   help="the workflow config(s) that planned the runs, which names the runs "
+                        "outside the method registry (lambda sweeps, variants; else: their labels)")
     p.set_defaults(func=_tables)
 
 

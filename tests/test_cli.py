@@ -139,6 +139,18 @@ def test_tables_subcommand_writes_every_format(tmp_path, capsys):
     assert main(["tables", "--eval-dir", str(tmp_path / "empty"), "--out", str(out)]) == 2
 
 
+def test_tables_subcommand_names_a_sweep_as_its_config_plans_it(tmp_path):
+    for model in ("base", "gc2po_lambda_exp_0.5"):
+        write_eval(tmp_path / "ev", "testbed", model, 0, "test_id", [1, 0, 1, 1])
+    overlay = tmp_path / "sweep.yaml"
+    overlay.write_text("sweeps: {lambda_exp: [0.5], lambda_cf: []}\n")
+    out = tmp_path / "tables" / "t1"
+    args = ["tables", "--eval-dir", str(tmp_path / "ev" / "eval"), "--out", str(out)]
+    assert main(args) == 0 and "| + gc2po_lambda_exp_0.5 |" in out.with_suffix(".md").read_text()
+    assert main([*args, "--configfile", str(ROOT / "config/config.yaml"), str(overlay)]) == 0
+    assert "| + GC2PO (paper, lambda_exp = 0.5) |" in out.with_suffix(".md").read_text()
+
+
 def test_example_run_configs_validate():
     from gc2po.training.train import build_args, load_run_config
 

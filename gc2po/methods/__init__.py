@@ -1,13 +1,14 @@
 """The registry of training methods: one name -> one :class:`Method`.
 
-Adding a method: write its advantage function in a module of this package, decorate it with
-``@register_method(name, summary, ...)`` and import the module here.
+Adding a method is adding a module to this package: every module here is imported (so its
+``@register_method`` runs) when the package is; README.md "Add a method" says what to declare.
 """
 
 from __future__ import annotations
 
-# importing a module registers its methods
-from gc2po.methods import gc2po, gc2po_corrected, gcpo, grpo, gvpo, mrt, rest_mcts  # noqa: F401
+import importlib
+import pkgutil
+
 from gc2po.methods.base import (
     METHODS,
     Method,
@@ -16,5 +17,9 @@ from gc2po.methods.base import (
     get_method,
     register_method,
 )
+
+# registration order is the modules' alphabetical order; tables sort by each method's ``order``
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["METHODS", "Method", "MethodOutput", "RolloutBatch", "get_method", "register_method"]

@@ -3,6 +3,7 @@ No trl import here."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -60,12 +61,16 @@ class Method:
 
     ``advantages(batch, config)`` returns [B] or [B, T] advantages and metrics. ``fixed`` holds
     the config values that define the method (its loss aggregation included): a run config that
-    sets one of them to another value is refused.
+    sets one of them to another value is refused. ``display_name``, ``colour`` and ``order`` are
+    what every table and figure shows (``gc2po.reporting.names``).
     """
 
     name: str
     summary: str
     advantages: AdvantageFn
+    display_name: str  # its row in tables, its legend entry in figures
+    colour: str  # "#rrggbb", the same in every figure
+    order: int  # where it sorts in tables and legends (ascending): the paper's Table 1 order first
     loss_type: str = "grpo"
     needs_episodes: bool = False  # segments completions into episodes
     needs_cf: bool = False  # episode states -> counterfactual reward (GC2PO): computable in the loss forward
@@ -97,15 +102,37 @@ METHODS: Registry[Method] = Registry("method")
 
 
 def register_method(name: str, summary: str, **kwargs) -> Callable[[AdvantageFn], AdvantageFn]:
-    """Decorator registering ``Method(name, summary, <the function>, **kwargs)``; decorators can
-    be stacked to register variants (ablations) of one advantage function."""
+    """Decorator registering ``Method(name, summary, <the function>, **kwargs)``. One per
+    function: variants of a method (its ablations) follow it as ``register_variant`` calls."""
     site = caller_site()
 
     def decorator(advantages: AdvantageFn) -> AdvantageFn:
-        METHODS.add(name, Method(name, summary, advantages, **kwargs), site)
+        _add(Method(name, summary, advantages, **kwargs), site)
         return advantages
 
     return decorator
+
+
+def register_variant(of: str, name: str, summary: str, *, fixed: dict[str, Any], display_name: str,
+                     colour: str, order: int) -> Method:
+    """Register method ``of`` under another name, with more ``fixed`` settings (an ablation:
+    ``{"lambda_exp": 0.0}``) and its own display name, colour and place in tables."""
+    base = METHODS.get(of)
+    variant = dataclasses.replace(base, name=name, summary=summary, fixed={**base.fixed, **fixed},
+                                  display_name=display_name, colour=colour, order=order)
+    return _add(variant, caller_site())
+
+
+def _add(method: Method, site: str) -> Method:
+    """Refuse a colour or place in tables that another method has (a figure could not tell the
+    two apart, a table could not order them); ``Registry.add`` refuses a name registered twice."""
+    for other in METHODS.values():
+        for key in ("colour", "order"):
+            if other.name != method.name and getattr(other, key) == getattr(method, key):
+                value = getattr(method, key)
+                raise ValueError(f"method {method.name!r} at {site}: {key} {value!r} is taken by "
+                                 f"method {other.name!r} (at {METHODS.site(other.name)})")
+    return METHODS.add(method.name, method, site)
 
 
 def get_method(name: str) -> Method:

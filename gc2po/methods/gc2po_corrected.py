@@ -15,6 +15,7 @@ import torch
 
 from gc2po.core.corrected import additive_token_advantages
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
+from gc2po.methods.gc2po import register_ablations
 
 FIDELITY = (
     "departure from the paper: additive GRPO + lambda_cf * group z-score of R_cf per episode, "
@@ -29,24 +30,9 @@ KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="las
 @register_method(
     "gc2po_add",
     "GC2PO (corrected, additive): GRPO's advantage + lambda_cf * z(R_cf) per episode",
-    **KIND,
-)
-@register_method(
-    "gc2po_add_no_sexp",
-    "GC2PO (corrected, additive) w/o S_exp (lambda_exp = 0)",
-    fixed={"lambda_exp": 0.0},
-    **KIND,
-)
-@register_method(
-    "gc2po_add_no_ssta",
-    "GC2PO (corrected, additive) w/o S_sta (R_cf = lambda_exp S_exp)",
-    fixed={"lambda_sta": 0.0},
-    **KIND,
-)
-@register_method(
-    "gc2po_add_no_rcf",
-    "GC2PO (corrected, additive) w/o R_cf (lambda_cf = 0): exactly GRPO",
-    fixed={"lambda_cf": 0.0},
+    display_name="GC2PO (corrected, additive)",
+    colour="#393b79",
+    order=90,
     **KIND,
 )
 def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
@@ -73,3 +59,8 @@ def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dic
     flipped = (adv * outcome < 0) & mask
     metrics["advantages/sign_flip_frac"] = flipped.float().sum().item() / max(1, int(mask.sum()))
     return adv, metrics
+
+
+# w/o R_cf is GRPO exactly (tests/training/test_trainer.py checks it)
+register_ablations("gc2po_add", "GC2PO (corrected)", colours=["#98df8a", "#c5b0d5", "#c49c94"],
+                   orders=[91, 92, 93])

@@ -11,6 +11,7 @@ from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 @register_method(
     "grpo", "GRPO (Shao et al. 2024): group-normalised outcome advantage, clipped surrogate, k3 KL",
+    display_name="GRPO", colour="#1f77b4", order=10,
     fidelity="as in DeepSeekMath; clip 0.2 and population std (TRL: sample std, a rescaling) are choices the paper leaves open",
 )
 def grpo_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
@@ -21,6 +22,7 @@ def grpo_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
 
 @register_method(
     "dr_grpo", "Dr. GRPO (Liu et al. 2025): no std scaling, constant token normaliser",
+    display_name="Dr.GRPO", colour="#8c564b", order=50,
     loss_type="dr_grpo", fixed={"beta": 0.0},
     fidelity="as in the authors' code (normaliser = max_completion_length, beta 0)",
 )
@@ -33,6 +35,7 @@ def dr_grpo_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]
 
 @register_method(
     "length_penalty", "Length penalty (Arora & Zanette 2025) on correct samples, GRPO estimator",
+    display_name="Length penalty", colour="#ff7f0e", order=20,
     fidelity="deviation: GRPO's estimator instead of RLOO in OpenRLHF-PPO",
 )
 def length_penalty_advantages_(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:

@@ -28,6 +28,7 @@ def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
 
 @register_method(
     "gvpo", "GVPO: MSE between centred implicit rewards beta*sum log(pi/pi_old) and centred rewards",
+    display_name="GVPO", colour="#9467bd", order=40,
     loss=gvpo_method_loss, fixed={"beta": 0.0, "num_iterations": 1},
     fidelity="deviation: mean over groups instead of the sum over a micro-batch; on-policy (one iteration per batch)",
 )

@@ -39,6 +39,7 @@ def boundaries(episode_ids: torch.Tensor) -> tuple[list[int], list[int], list[in
 
 @register_method(
     "mrt", "MRT: dense progress rewards from forced answers at episode boundaries, reward-to-go advantages",
+    display_name="MRT", colour="#17becf", order=70,
     needs_episodes=True, local_groups=True, max_episodes_field="mrt_max_episodes",
     fidelity="deviation: online dense-reward construction (BASELINES 5 ii); groups must be local to a process",
 )

@@ -26,6 +26,7 @@ from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 @register_method(
     "rest_mcts", "ReST-MCTS*-lite: shallow branching, value targets, value head, filtered behaviour cloning",
+    display_name="ReST-MCTS*", colour="#2ca02c", order=30,
     needs_episodes=True, needs_rollout_states=True, local_groups=True, fixed={"beta": 0.0},
     fidelity="deviation: lite variant of BASELINES 7 (one branch point per rollout, online value head, no MCTS search)",
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gc2po.reporting.names import benchmark_name, method_name
+from gc2po.reporting.names import RunNames, benchmark_name, method_name
 from gc2po.reporting.stats import paired_macro_bootstrap_diff, paired_macro_test
 from gc2po.reporting.tables import AVERAGE, EvalFile, Scores
 
@@ -49,8 +49,8 @@ def _p(value: float) -> str:
     return "n/a" if pd.isna(value) else f"{value:.3f}"
 
 
-def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str) -> str:
-    a, b = method_name(method_a), method_name(method_b)
+def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunNames = None) -> str:
+    a, b = method_name(method_a, names), method_name(method_b, names)
     lines = [f"### {a} - {b}: paired difference of pass@1 (%)", "",
              f"| Base model | Benchmark | {a} | {b} | {a} - {b} [95% CI] | paired t p | sign-flip p | seeds |",
              "|---|---|---|---|---|---|---|---|"]
@@ -66,9 +66,9 @@ def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str) -> str:
 
 
 def write_comparison(files: list[EvalFile], method_a: str, method_b: str, benchmarks: list[str], *, md: Path,
-                     csv: Path) -> pd.DataFrame:
+                     csv: Path, names: RunNames = None) -> pd.DataFrame:
     rows = compare(files, method_a, method_b, benchmarks)
     Path(md).parent.mkdir(parents=True, exist_ok=True)
-    Path(md).write_text(to_markdown(rows, method_a, method_b))
+    Path(md).write_text(to_markdown(rows, method_a, method_b, names))
     rows.to_csv(csv, index=False, float_format="%.4f")
     return rows

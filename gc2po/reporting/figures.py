@@ -1,10 +1,11 @@
 """Figures (PNG + PDF) from run metrics (metrics.jsonl) and evaluation summaries.
 
 Series are keyed ``(base, run)``: every run keeps its colour (``gc2po.reporting.names``) in
-every figure, and with several base models each base gets its own line style. Curves show the
-mean over seeds with a 95% band (Student t over seeds; none from a single seed), bars the mean
-with 95% error bars, both clipped to what the quantity can be (a gradient norm or a length is
-never below 0, an accuracy stays in [0, 100]); legends sit outside the axes so they cover no data.
+every figure, named as ``names`` (run label -> display name, from the plan) says, and with
+several base models each base gets its own line style. Curves show the mean over seeds with a
+95% band (Student t over seeds; none from a single seed), bars the mean with 95% error bars,
+both clipped to what the quantity can be (a gradient norm or a length is never below 0, an
+accuracy stays in [0, 100]); legends sit outside the axes so they cover no data.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from gc2po.reporting.names import benchmark_name, method_colour, method_name  # noqa: E402
+from gc2po.reporting.names import RunNames, benchmark_name, method_colour, method_name  # noqa: E402
 from gc2po.reporting.stats import seed_interval  # noqa: E402
 
 LINE_STYLES = ["-", "--", ":", "-."]
@@ -37,8 +38,8 @@ def read_metrics(path: str | Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def _label(base: str, run: str, bases: list[str]) -> str:
-    return method_name(run) if len(bases) == 1 else f"{base}: {method_name(run)}"
+def _label(base: str, run: str, bases: list[str], names: RunNames) -> str:
+    return method_name(run, names) if len(bases) == 1 else f"{base}: {method_name(run, names)}"
 
 
 def _bases(series) -> list[str]:
@@ -87,7 +88,7 @@ def _band(ax, xs, per_x_values, *, colour, style, label, bounds):
 
 
 def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, title: str,
-                      bounds: Bounds = UNBOUNDED) -> dict[str, int]:
+                      bounds: Bounds = UNBOUNDED, names: RunNames = None) -> dict[str, int]:
     """``key`` per training step, mean over seeds with a 95% band within ``bounds`` (e.g.
     ``NON_NEGATIVE`` for a gradient norm); returns the steps plotted per run."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
@@ -101,7 +102,8 @@ def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, 
         if by_step:
             steps = sorted(by_step)
             _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run), bounds=bounds,
-                  style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], label=_label(base, run, bases))
+                  style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                  label=_label(base, run, bases, names))
             plotted[f"{base}/{run}"] = len(steps)
     if not plotted:
         ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center", transform=ax.transAxes)
@@ -113,7 +115,8 @@ def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, 
     return plotted
 
 
-def training_cost(runs: dict[str, list[Path]], reference: str, out_png: str | Path, title: str) -> dict[str, list]:
+def training_cost(runs: dict[str, list[Path]], reference: str, out_png: str | Path, title: str,
+                  names: RunNames = None) -> dict[str, list]:
     """Mean step time of each run relative to ``reference`` (one base model; seeds paired: the
     ratio is taken per seed), as bars with 95% error bars over seeds."""
     if reference not in runs:
@@ -127,14 +130,14 @@ def training_cost(runs: dict[str, list[Path]], reference: str, out_png: str | Pa
     ratios = {run: [mean_step_time(p) / ref for p, ref in zip(paths, reference_times)] for run, paths in runs.items()}
     stats = {run: interval_within(r, NON_NEGATIVE) for run, r in ratios.items()}
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    names = list(runs)
-    means = [stats[n][0] for n in names]
-    errors = np.array([[stats[n][0] - stats[n][1], stats[n][2] - stats[n][0]] for n in names]).T
-    ax.bar(range(len(names)), means, color=[method_colour(n) for n in names],
+    means = [stats[n][0] for n in runs]
+    errors = np.array([[stats[n][0] - stats[n][1], stats[n][2] - stats[n][0]] for n in runs]).T
+    ax.bar(range(len(runs)), means, color=[method_colour(n) for n in runs],
            yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), capsize=3)
-    ax.set_xticks(range(len(names)), [method_name(n) for n in names], rotation=45, ha="right", fontsize=7)
+    ax.set_xticks(range(len(runs)), [method_name(n, names) for n in runs], rotation=45, ha="right",
+                  fontsize=7)
     ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
-    ax.set_ylabel(f"step time / {method_name(reference)}")
+    ax.set_ylabel(f"step time / {method_name(reference, names)}")
     ax.set_title(title)
     _save(fig, ax, out_png)
     return {run: list(s) for run, s in stats.items()}
@@ -144,7 +147,7 @@ def _summary_values(paths: list[Path], field: str) -> list[float]:
     return [float(json.loads(Path(p).read_text())[field]) for p in paths]
 
 
-def budget_curves(summaries: Series, out_png: str | Path, title: str):
+def budget_curves(summaries: Series, out_png: str | Path, title: str, names: RunNames = None):
     """pass@1 against token budget, mean over seeds with a 95% band."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
     bases, budgets = _bases(summaries), []
@@ -155,7 +158,8 @@ def budget_curves(summaries: Series, out_png: str | Path, title: str):
         budgets = [row["budget"] for row in curves[0]]
         per_budget = [[100 * c[i]["accuracy"] for c in curves] for i in range(len(budgets))]
         _band(ax, budgets, per_budget, colour=method_colour(run), bounds=PERCENT,
-              style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], label=_label(base, run, bases))
+              style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+              label=_label(base, run, bases, names))
     if budgets:
         ax.set_xscale("log", base=2)
         ax.set_xticks(budgets, [str(b) for b in budgets])
@@ -166,7 +170,8 @@ def budget_curves(summaries: Series, out_png: str | Path, title: str):
     _save(fig, ax, out_png)
 
 
-def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: list[str], out_png: str | Path):
+def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: list[str],
+                out_png: str | Path, names: RunNames = None):
     """Mean completion tokens per (run, benchmark): grouped bars, benchmarks in the tables'
     order, 95% error bars over seeds."""
     series = list(dict.fromkeys((base, run) for base, run, _ in summaries))
@@ -178,7 +183,7 @@ def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: l
         stats = np.array([interval_within(values, NON_NEGATIVE) for values in tokens])
         errors = np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]])
         ax.bar(np.arange(len(benchmarks)) + i * width, stats[:, 0], width, color=method_colour(run),
-               hatch="//" if bases.index(base) else None, label=_label(base, run, bases),
+               hatch="//" if bases.index(base) else None, label=_label(base, run, bases, names),
                yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), capsize=2, error_kw={"linewidth": 0.8})
     ax.set_xticks(np.arange(len(benchmarks)) + 0.4 - width / 2, [benchmark_name(b) for b in benchmarks],
                   rotation=20, ha="right", fontsize=7)
@@ -213,7 +218,8 @@ def lambda_ablation(points: dict[tuple, dict[float, list[Path]]], benchmark: str
     _save(fig, ax, out_png)
 
 
-def learning_curves(curves: Series, benchmarks: list[str], out_png: str | Path) -> dict[str, int]:
+def learning_curves(curves: Series, benchmarks: list[str], out_png: str | Path,
+                    names: RunNames = None) -> dict[str, int]:
     """Accuracy (%) against training step, one panel per benchmark, mean over seeds with a 95%
     band; ``curves`` holds one learning-curve CSV (``gc2po.evaluation.learning_curve``) per seed.
     Returns the number of steps plotted per run."""
@@ -229,7 +235,7 @@ def learning_curves(curves: Series, benchmarks: list[str], out_png: str | Path) 
             _band(ax, steps, [100 * rows[rows.step == s].accuracy.to_numpy() for s in steps],
                   colour=method_colour(run), style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
                   bounds=PERCENT,
-                  label=_label(base, run, bases) if ax is axes[0][-1] else None)
+                  label=_label(base, run, bases, names) if ax is axes[0][-1] else None)
             plotted[run] = len(steps)
         ax.set_title(benchmark_name(benchmark), fontsize=9)
         ax.set_xlabel("training step")
@@ -244,7 +250,8 @@ LENGTH_KEYS = {"completions/mean_length": "completion length (tokens)",
                "episodes/mean_count": "episodes per completion"}
 
 
-def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
+def length_and_episodes(runs: Series, out_png: str | Path,
+                        names: RunNames = None) -> dict[str, dict]:
     """Completion length and episodes per completion over training (metrics.jsonl keys
     ``LENGTH_KEYS``), one panel each, mean over seeds with a 95% band. The base model is the
     mean of every run's first step, whose completions were sampled before any update (a dashed
@@ -266,7 +273,7 @@ def length_and_episodes(runs: Series, out_png: str | Path) -> dict[str, dict]:
                 every_step.update(steps)
                 _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run),
                       style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], bounds=NON_NEGATIVE,
-                      label=_label(base, run, bases) if ax is axes[0][-1] else None)
+                      label=_label(base, run, bases, names) if ax is axes[0][-1] else None)
                 plotted.setdefault(f"{base}/{run}", {})[key] = len(steps)
         if first[key]:
             label = f"{method_name('base')} (step-1 samples)" if ax is axes[0][-1] else None

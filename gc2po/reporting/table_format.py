@@ -14,7 +14,7 @@ import html
 
 import pandas as pd
 
-from gc2po.reporting.names import benchmark_name, method_name
+from gc2po.reporting.names import RunNames, benchmark_name, method_name
 
 AVERAGE = "Average"
 PROTOCOL_KEYS = ("temperature", "top_p", "max_new_tokens", "backend")  # must agree across a table
@@ -70,7 +70,7 @@ def caption_notes(cells: pd.DataFrame, protocol: str) -> str:
             f"shows the same value. Evaluation protocol: {protocol}.")
 
 
-def _rows(cells: pd.DataFrame, benchmarks: list[str]):
+def _rows(cells: pd.DataFrame, benchmarks: list[str], names: RunNames):
     """(block, model, label, [(cell, bold)]) per table row, blocks and models in cell order."""
     columns = benchmarks + [AVERAGE]
     for block, block_cells in cells.groupby("block", sort=False):
@@ -85,7 +85,7 @@ def _rows(cells: pd.DataFrame, benchmarks: list[str]):
             best[column] = winners[0] if len(winners) == 1 else None
         base_seeds = wide.loc[("base", columns[0]), "seeds"]
         for model in models:
-            label = f"{block} (base)" if model == "base" else f"+ {method_name(model)}"
+            label = f"{block} (base)" if model == "base" else f"+ {method_name(model, names)}"
             seeds = wide.loc[(model, columns[0]), "seeds"]
             if model != "base" and seeds != base_seeds:
                 count = len(seeds.split(","))
@@ -106,10 +106,11 @@ def markdown_escape(text: str) -> str:
     return "".join("\\" + c if c in "\\`*|" else c for c in text)  # "_" inside words is never emphasis
 
 
-def to_markdown(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str) -> str:
+def to_markdown(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str,
+                names: RunNames = None) -> str:
     header = ["Model"] + [benchmark_name(b) for b in benchmarks] + [AVERAGE]
     lines = [f"### {title}", "", "| " + " | ".join(map(markdown_escape, header)) + " |", "|" + "---|" * len(header)]
-    for _, _, label, row in _rows(cells, benchmarks):
+    for _, _, label, row in _rows(cells, benchmarks, names):
         texts = [_cell_text(c, b, strong=lambda t: f"**{t}**", small=str, number=str) for c, b in row]
         lines.append("| " + " | ".join([markdown_escape(label)] + texts) + " |")
     return "\n".join(lines + ["", markdown_escape(caption_notes(cells, protocol)), ""])
@@ -123,7 +124,8 @@ def latex_escape(text: str) -> str:
     return "".join(LATEX_SPECIAL.get(c, c) for c in str(text))
 
 
-def to_latex(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str, label: str) -> str:
+def to_latex(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str, label: str,
+             names: RunNames = None) -> str:
     """A ``table`` environment; needs ``\\usepackage{booktabs,graphicx}``."""
     header = ["Model"] + [benchmark_name(b) for b in benchmarks] + [AVERAGE]
     out = ["% needs \\usepackage{booktabs,graphicx}", "\\begin{table}[t]", "\\centering",
@@ -131,7 +133,7 @@ def to_latex(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: s
            f"\\label{{tab:{latex_escape(label)}}}", "\\resizebox{\\linewidth}{!}{%",
            "\\begin{tabular}{l" + "c" * (len(header) - 1) + "}", "\\toprule",
            " & ".join(latex_escape(h) for h in header) + " \\\\"]
-    for _, model, row_label, row in _rows(cells, benchmarks):
+    for _, model, row_label, row in _rows(cells, benchmarks, names):
         if model == "base":
             out.append("\\midrule")
         texts = [_cell_text(c, b, strong=lambda t: f"\\textbf{{{t}}}", small=lambda t: f"{{\\scriptsize {t}}}",
@@ -141,11 +143,12 @@ def to_latex(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: s
     return "\n".join(out) + "\n"
 
 
-def to_html(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str) -> str:
+def to_html(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str,
+            names: RunNames = None) -> str:
     """A standalone HTML page (pandas Styler) for the Snakemake report: the paired difference on
     a second line of each cell, one block of rows per base model."""
     header = [benchmark_name(b) for b in benchmarks] + [AVERAGE]
-    rows = list(_rows(cells, benchmarks))
+    rows = list(_rows(cells, benchmarks, names))
     index = pd.MultiIndex.from_tuples([(block, label) for block, _, label, _ in rows])  # unique across blocks
     frame = pd.DataFrame([[_cell_text(c, b, strong=lambda t: f"<b>{t}</b>", small=lambda t: f"<small>{t}</small>",
                                       number=str, before_difference="<br>") for c, b in row] for *_, row in rows],

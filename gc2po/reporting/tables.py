@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from gc2po.reporting import layout, table_format
-from gc2po.reporting.names import benchmark_order, method_order
+from gc2po.reporting.names import RunNames, benchmark_order, method_order
 from gc2po.reporting.stats import (
     macro_bootstrap_ci,
     paired_macro_bootstrap_diff,
@@ -188,16 +188,18 @@ def read_protocols(files: list[EvalFile]) -> list[dict]:
 
 
 def write_table(files: list[EvalFile], order: list[str], benchmarks: list[str], title: str, *, md: Path, tex: Path,
-                csv: Path, html: Path | None = None, label: str = "table") -> pd.DataFrame:
-    """Write the table as Markdown, LaTeX, CSV (and HTML); returns the cells."""
+                csv: Path, html: Path | None = None, label: str = "table",
+                names: RunNames = None) -> pd.DataFrame:
+    """Write the table as Markdown, LaTeX, CSV (and HTML), rows named as ``names`` says (run
+    label -> display name, from the plan); returns the cells."""
     if not files:
         raise ValueError("table: no evaluation files")
     protocol = table_format.protocol_text(read_protocols(files), benchmarks)
     cells = cell_table(files, order, benchmarks)
-    outputs = {md: table_format.to_markdown(cells, benchmarks, title, protocol),
-               tex: table_format.to_latex(cells, benchmarks, title, protocol, label)}
+    outputs = {md: table_format.to_markdown(cells, benchmarks, title, protocol, names),
+               tex: table_format.to_latex(cells, benchmarks, title, protocol, label, names)}
     if html is not None:
-        outputs[html] = table_format.to_html(cells, benchmarks, title, protocol)
+        outputs[html] = table_format.to_html(cells, benchmarks, title, protocol, names)
     for path, text in outputs.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)

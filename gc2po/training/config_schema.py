@@ -100,6 +100,16 @@ def check_old_spellings(config: dict, files: list[str] | None = None) -> None:
         check_task(mode, f"{_setting_file(files, ('mode',))}: mode")
 
 
+def load_schema(schema: Path = SCHEMA) -> dict:
+    """The schema, its method names (``$defs.method``) those of the registry: a new method's
+    file is all a config needs to name it."""
+    from gc2po.methods import METHODS
+
+    loaded = yaml.safe_load(schema.read_text())
+    loaded["$defs"]["method"]["enum"] = sorted(METHODS)
+    return loaded
+
+
 def check_schema(config: dict, files: list[str] | None = None, schema: Path = SCHEMA) -> None:
     """ValueError with one line naming the key (the first problem found) and what it needs.
 
@@ -108,7 +118,7 @@ def check_schema(config: dict, files: list[str] | None = None, schema: Path = SC
 
     check_old_spellings(config, files)
 
-    validator = jsonschema.Draft202012Validator(yaml.safe_load(schema.read_text()))
+    validator = jsonschema.Draft202012Validator(load_schema(schema))
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.path))))
     if not errors:
         return

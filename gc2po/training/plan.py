@@ -61,6 +61,18 @@ class Run:
     bases: tuple[str, ...] = ()
     seeds: tuple[int, ...] = ()
 
+    @property
+    def display_name(self) -> str:
+        """Its name in tables and figures: its method's display name, with the run's own settings
+        inside the name's parentheses ("GC2PO (paper, lambda_exp = 0.5)") or after it."""
+        from gc2po.methods import get_method
+
+        name = get_method(self.method).display_name
+        if not self.trainer:
+            return name
+        settings = ", ".join(f"{key} = {value}" for key, value in self.trainer.items())
+        return f"{name[:-1]}, {settings})" if name.endswith(")") else f"{name} ({settings})"
+
 
 @dataclass(frozen=True)
 class TrainingJob:
@@ -131,6 +143,11 @@ def runs(config: dict) -> dict[str, Run]:
                          seeds(variant["method"]))
     _check_method_names(method_seeds, "method_seeds")
     return out
+
+
+def display_names(config: dict) -> dict[str, str]:
+    """Run label -> its name in tables and figures (``Run.display_name``)."""
+    return {label: run.display_name for label, run in runs(config).items()}
 
 
 def _check_method_names(mapping: dict, where: str) -> None:

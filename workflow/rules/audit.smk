@@ -88,6 +88,8 @@ rule audit_figure:
     output:
         report(figure_file(OUT, "reward_audit"), caption="../report/reward_audit.rst",
                category="5 Reward audit"),
+    params:
+        names=RUN_NAMES,
     log:
         f"logs/{NAME}/audit_figure.log",
     conda:

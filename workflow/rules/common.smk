@@ -28,6 +28,7 @@ BENCHMARKS = config["evaluate"]["benchmarks"]  # dataset keys evaluated
 BASE_MODELS = plan.base_models(config)
 DATASETS = config.get("datasets") or {}  # mode benchmark: dataset key -> loader spec
 RUNS = plan.runs(config)  # run label -> plan.Run (method, own settings, base models it runs on)
+RUN_NAMES = plan.display_names(config)  # run label -> its name in tables and figures
 JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config)}
 LAUNCHER = config["train"].get("launcher")  # None: one process, no accelerate
 MODELS = ["base"] + list(RUNS)  # evaluated per base model: the base itself and every run trained on it

@@ -22,8 +22,8 @@ rule figures:
     params:
         bases=list(BASE_MODELS),
         runs=RUNS,
+        names=RUN_NAMES,
         benchmarks=BENCHMARKS,
-        sweeps=config.get("sweeps") or {},
         sweep_methods=config.get("sweep_methods") or ["gc2po"],
     log:
         f"logs/{NAME}/figures.log",
@@ -45,6 +45,7 @@ rule training_cost:  # one figure per base model
                category="2 Training", subcategory="Training cost", labels={"base model": "{base}"}),
     params:
         reference=config["report"]["cost_reference"],
+        names=RUN_NAMES,
     log:
         f"logs/{NAME}/training_cost_{{base}}.log",
     conda:
@@ -92,6 +93,7 @@ if LEARNING_CURVE:
         params:
             curves=[[base, run, paths] for (base, run), paths in CURVE_FILES.items()],
             benchmarks=LEARNING_CURVE["benchmarks"],
+            names=RUN_NAMES,
         log:
             f"logs/{NAME}/learning_curves.log",
         conda:
@@ -115,6 +117,7 @@ if LENGTH_RUNS:
         params:
             runs=LENGTH_RUNS,
             bases=list(BASE_MODELS),
+            names=RUN_NAMES,
         log:
             f"logs/{NAME}/length_figure.log",
         conda:

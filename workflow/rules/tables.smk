@@ -15,6 +15,7 @@ rule table:
                     category="3 Evaluation", subcategory="Tables", labels={"table": "{table}"}),
     params:
         spec=lambda wc: TABLE_SPECS[wc.table][:3],
+        names=RUN_NAMES,
     wildcard_constraints:
         table="|".join(TABLE_SPECS),
     log:
@@ -37,6 +38,7 @@ rule comparison:
         csv=table_file(OUT, "{comparison}", "csv"),
     params:
         pair=lambda wc: COMPARISONS[wc.comparison],
+        names=RUN_NAMES,
         benchmarks=config["evaluate"]["benchmarks"],
     wildcard_constraints:
         comparison="|".join(COMPARISONS) or "no_comparison",

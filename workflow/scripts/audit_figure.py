@@ -17,8 +17,8 @@ with logged(sm) as log:
         """(base, panel label) of an audit's summary.json (of a model or a kept checkpoint)."""
         audit = audit_of_summary(path)
         if isinstance(audit, CheckpointAuditDir):  # a checkpoint along training
-            return audit.base, f"{method_name(audit.model)} at step {audit.step}"
-        return audit.base, method_name(audit.model)
+            return audit.base, f"{method_name(audit.model, sm.params.names)} at step {audit.step}"
+        return audit.base, method_name(audit.model, sm.params.names)
 
     paths = list(map(Path, sm.input))
     one_base = len({key(path)[0] for path in paths}) == 1

@@ -29,24 +29,27 @@ with logged(sm) as log:
     runs = dict(sorted(runs.items(), key=lambda item: (p.bases.index(item[0][0]), ORDER[item[0][1]])))
     evals = dict(sorted(evals.items(), key=lambda item: (p.bases.index(item[0][0]), ORDER[item[0][1]])))
 
-    log("grad norm steps:", figures.metric_over_steps(runs, "grad_norm", "gradient norm", sm.output.grad_norm,
-                                                      "Gradient norm", figures.NON_NEGATIVE))
+    log("grad norm steps:", figures.metric_over_steps(runs, "grad_norm", "gradient norm",
+                                                      sm.output.grad_norm, "Gradient norm",
+                                                      figures.NON_NEGATIVE, p.names))
     log("sampling ratio steps:", figures.metric_over_steps(runs, "sampling_ratio/mean", "mean pi / pi_old",
                                                            sm.output.sampling_ratio, "Sampling ratio",
-                                                           figures.NON_NEGATIVE))
+                                                           figures.NON_NEGATIVE, p.names))
     first = p.benchmarks[0]
     figures.budget_curves({(b, m): paths for (b, m, bench), paths in evals.items() if bench == first},
-                          sm.output.budget_curves, f"Token-budget curves ({first})")
-    figures.token_usage(evals, p.benchmarks, sm.output.token_usage)
+                          sm.output.budget_curves, f"Token-budget curves ({first})", p.names)
+    figures.token_usage(evals, p.benchmarks, sm.output.token_usage, p.names)
     # lambda = 0 is the ablation method, the paper's value the method's own run, the rest the
-    # sweeps; for the paper's GC2PO and the corrected one (sweep_methods)
+    # runs that set that one lambda of the form (the sweeps; variants), with the value the plan
+    # gives them; for the paper's GC2PO and the corrected one (sweep_methods)
     points = {}
     for base in p.bases:
         for form in p.sweep_methods:
             sweep_points = {"lambda_exp": {0.0: f"{form}_no_sexp", 0.9: form},
                             "lambda_cf": {0.0: f"{form}_no_rcf", 0.8: form}}
             for key, named in sweep_points.items():
-                named = {**named, **{v: f"{form}_{key}_{v}" for v in p.sweeps.get(key, [])}}
+                named = {**named, **{run.trainer[key]: label for label, run in p.runs.items()
+                                     if run.method == form and list(run.trainer) == [key]}}
                 found = {value: evals[(base, run, first)] for value, run in named.items()
                          if (base, run, first) in evals}
                 if found or form == "gc2po":

@@ -11,5 +11,5 @@ from gc2po.reporting import figures  # noqa: E402
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
     curves = {(base, run): paths for base, run, paths in sm.params.curves}
-    plotted = figures.learning_curves(curves, sm.params.benchmarks, sm.output[0])
+    plotted = figures.learning_curves(curves, sm.params.benchmarks, sm.output[0], sm.params.names)
     log("steps plotted per run:", json.dumps(plotted))

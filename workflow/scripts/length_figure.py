@@ -24,4 +24,5 @@ with logged(sm) as log:
             runs.items(), key=lambda item: (sm.params.bases.index(item[0][0]), order[item[0][1]])
         )
     )
-    log("length figure:", json.dumps(figures.length_and_episodes(runs, sm.output[0])))
+    plotted = figures.length_and_episodes(runs, sm.output[0], sm.params.names)
+    log("length figure:", json.dumps(plotted))
