@@ -27,6 +27,7 @@ def clipped_token_loss(
     ref_logps: torch.Tensor | None = None,
     beta_kl: float = 0.0,
     clip_eps_high: float | None = None,
+    kl_ratio_weighted: bool = False,
 ) -> torch.Tensor:
     """Negative clipped objective, length-normalised per sequence then averaged over sequences.
 
@@ -35,6 +36,10 @@ def clipped_token_loss(
         advantages: [B, T] token advantages (a [B] or [B, 1] tensor is broadcast over tokens).
         clip_eps: lower clip radius (and upper one unless ``clip_eps_high`` is given).
         ref_logps: [B, T] reference-policy log-probs, required when ``beta_kl > 0``.
+        kl_ratio_weighted: weight each token's k3 term by its ratio pi/pi_old (TRL's
+            ``use_bias_correction_kl``, on by default in TRL 1.16); off: the paper's plain term.
+            On-policy (pi_old = pi, detached) the values agree; the gradients differ by
+            beta * D_k3 * grad log pi per token.
     Returns:
         scalar loss; sequences with no valid token contribute 0 and still count in the mean.
     """
@@ -64,7 +69,8 @@ def clipped_token_loss(
     surrogate = torch.min(ratio * advantages, ratio.clamp(1 - clip_eps, 1 + high) * advantages)
     per_token = -surrogate
     if beta_kl > 0:
-        per_token = per_token + beta_kl * k3_kl(logps, ref_logps)
+        kl = k3_kl(logps, ref_logps)
+        per_token = per_token + beta_kl * (kl * ratio if kl_ratio_weighted else kl)
     per_token = torch.where(mask.bool(), per_token, torch.zeros_like(per_token))
     per_sequence = (per_token * maskf).sum(-1) / maskf.sum(-1).clamp(min=1)
     return per_sequence.mean()

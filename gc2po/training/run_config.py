@@ -34,6 +34,9 @@ TRAINER_DEFAULTS: dict[str, Any] = {
     "learning_rate": 1e-6,  # paper
     "weight_decay": 0.01,  # paper
     "beta": 0.04,  # KL to the reference (DeepSeekMath); methods that define another fix it
+    # TRL weights the k3 KL term by pi/pi_old; equal in value on-policy, a slightly different
+    # gradient from the paper's plain term (set false for that; gc2po.core.losses documents both)
+    "use_bias_correction_kl": True,
     "epsilon": 0.2,
     "num_generations": 8,  # K: the paper is silent; 8 as in Dr.GRPO
     "num_iterations": 1,
