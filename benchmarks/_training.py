@@ -82,7 +82,8 @@ def run_steps(model_dir: Path, data: Path, variant: str, *, steps: int, k: int, 
     from trl import GRPOTrainer
 
     from gc2po.data.jsonl import read_jsonl
-    from gc2po.training.train import build_args, build_dataset
+    from gc2po.training.run_config import build_args
+    from gc2po.training.train import build_dataset
     from gc2po.training.trainer import GC2POTrainer
 
     method = "grpo" if variant == "trl_grpo" else variant

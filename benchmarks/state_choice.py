@@ -20,7 +20,7 @@ import torch
 from gc2po.audit import AuditConfig, run_audit
 from gc2po.data.jsonl import read_jsonl
 from gc2po.training.plan import load_config, training_jobs
-from gc2po.training.train import build_args
+from gc2po.training.run_config import build_args
 
 
 def main() -> None:

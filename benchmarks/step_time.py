@@ -147,7 +147,8 @@ def run(
 
     from gc2po.data.jsonl import read_jsonl
     from gc2po.training.rewards import REWARDS
-    from gc2po.training.train import build_args, build_dataset
+    from gc2po.training.run_config import build_args
+    from gc2po.training.train import build_dataset
     from gc2po.training.trainer import GC2POTrainer
 
     run_config = {

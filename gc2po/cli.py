@@ -90,8 +90,8 @@ def _audit(ns):
 def _tables(ns):
     from pathlib import Path
 
-    from gc2po.training.plan import display_names, load_config
     from gc2po.reporting.tables import find_eval_files, write_table
+    from gc2po.training.plan import display_names, load_config
 
     files, methods, benchmarks = find_eval_files(ns.eval_dir, _split(ns.methods), _split(ns.benchmarks))
     names = display_names(load_config(ns.configfile)) if ns.configfile else None

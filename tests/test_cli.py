@@ -152,7 +152,7 @@ def test_tables_subcommand_names_a_sweep_as_its_config_plans_it(tmp_path):
 
 
 def test_example_run_configs_validate():
-    from gc2po.training.train import build_args, load_run_config
+    from gc2po.training.run_config import build_args, load_run_config
 
     for name, method in (("run_testbed.yaml", "gc2po"), ("run_math.yaml", "gc2po")):
         args = build_args(load_run_config(EXAMPLES / name))

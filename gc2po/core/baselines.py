@@ -41,15 +41,6 @@ def length_penalty_advantages(correct: torch.Tensor, lengths: torch.Tensor, alph
 
 
 # -- GVPO (BASELINES 3) ----------------------------------------------------------------------------
-def gvpo_weights(rewards: torch.Tensor, log_ratio_sums: torch.Tensor, beta: float) -> torch.Tensor:
-    """GVPO per-sample weights of one or more groups [G, K]:
-    w_i = (r_i - mean r) - beta (Delta_i - mean Delta), Delta_i = sum_t log pi_theta/pi_old.
-    They sum to zero in every group (the partition function cancels)."""
-    centered_r = rewards - rewards.mean(-1, keepdim=True)
-    centered_d = log_ratio_sums - log_ratio_sums.mean(-1, keepdim=True)
-    return centered_r - beta * centered_d
-
-
 def gvpo_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor,

@@ -24,11 +24,6 @@ def is_zero3_param(param: torch.Tensor | None) -> bool:
     return param is not None and hasattr(param, "ds_id")
 
 
-def is_zero3_sharded(model: nn.Module) -> bool:
-    """True when any parameter of ``model`` is DeepSpeed ZeRO-3 partitioned."""
-    return any(is_zero3_param(p) for p in model.parameters())
-
-
 def _needs_gather(param: torch.Tensor | None) -> bool:
     # A parameter already AVAILABLE is whole on this rank (e.g. a tied lm_head inside the
     # embedding's forward); gathering it again and releasing it on exit would re-partition it

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 GIB = 2**30
 GPU_80GB_GIB = 79.0  # an 80 GB H100/A100 shows ~79.2-79.6 GiB to CUDA; a little is the driver's
@@ -276,20 +276,3 @@ def job_from_trainer(model: str, trainer: Mapping, *, num_processes: int, zero_s
         vllm_gpu_memory_utilization=trainer.get("vllm_gpu_memory_utilization", 0.3),
         vllm_max_model_length=trainer.get("vllm_max_model_length"),
         vllm_sleep_mode=trainer.get("vllm_enable_sleep_mode", False), gpu_memory_gib=gpu_memory_gib)
-
-
-def plan_table(jobs: Mapping[str, TrainingJob]):
-    """One row per job: processes, batch layout, the memory breakdown (GiB, 1 decimal), fits."""
-    import pandas as pd
-
-    rows = []
-    for name, job in jobs.items():
-        estimate = estimate_memory(job)
-        row = {"job": name, "processes": job.num_processes, "zero_stage": job.zero_stage,
-               "per_device_batch": job.per_device_batch, "grad_accum": job.gradient_accumulation,
-               "sequences_per_step": job.sequences_per_step}
-        for field in fields(MemoryEstimate):
-            value = getattr(estimate, field.name)
-            row[field.name] = round(value, 1) if isinstance(value, float) else value
-        rows.append(row)
-    return pd.DataFrame(rows)

@@ -190,7 +190,7 @@ def validate(config: dict, where: str = "config") -> None:
     """Resolve the GC2POConfig of every distinct training job (no model is loaded) and check its
     launcher: a bad key, type or value fails here, naming it, before any job runs."""
     from gc2po.training.launch import validate_launcher
-    from gc2po.training.train import build_args
+    from gc2po.training.run_config import build_args
 
     try:
         _check_method_names(config["train"].get("per_method") or {}, "train.per_method")
@@ -212,7 +212,7 @@ def validate(config: dict, where: str = "config") -> None:
 
 def run_summary(config: dict) -> list[dict[str, Any]]:
     """One row per distinct (base, run): method, processes, batch layout, sequences per step."""
-    from gc2po.training.train import build_args
+    from gc2po.training.run_config import build_args
 
     rows, seen = [], set()
     for job in training_jobs(config):

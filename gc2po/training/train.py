@@ -29,17 +29,7 @@ import torch
 
 from gc2po.data.jsonl import read_jsonl
 from gc2po.reporting.layout import RunDir
-from gc2po.training.run_config import (  # noqa: F401  (re-exported: the public entry points of a run config)
-    RUN_KEYS,
-    TRAINER_DEFAULTS,
-    apply_overrides,
-    build_args,
-    check_model_source,
-    load_run_config,
-    precheck,
-    prepare_output_dir,
-    run_task,
-)
+from gc2po.training.run_config import build_args, precheck, prepare_output_dir, run_task
 
 
 def build_dataset(records: list[dict], task: str):

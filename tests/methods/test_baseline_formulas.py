@@ -10,7 +10,6 @@ from gc2po.core.baselines import (
     gcpo_upsilon,
     gvpo_loss,
     gvpo_on_policy_loss,
-    gvpo_weights,
     label_rollout_steps,
     length_penalty_rewards,
     progress_rewards,
@@ -35,6 +34,15 @@ def test_rest_value_targets_with_a_rescuing_branch_and_dead_steps():
     assert rest_value_targets(signs, min_steps) == pytest.approx([1 / 3, 2 / 3, 1 / 2])
     # no correct leaf anywhere: values stay at 0
     assert rest_value_targets(*label_rollout_steps(2, False, 1, [(False, 1)])) == [0.0, 0.0]
+
+
+def gvpo_weights(rewards: torch.Tensor, log_ratio_sums: torch.Tensor, beta: float) -> torch.Tensor:
+    """The paper's GVPO per-sample weights (the reference for gvpo_loss's gradient) of one or more groups [G, K]:
+    w_i = (r_i - mean r) - beta (Delta_i - mean Delta), Delta_i = sum_t log pi_theta/pi_old.
+    They sum to zero in every group (the partition function cancels)."""
+    centered_r = rewards - rewards.mean(-1, keepdim=True)
+    centered_d = log_ratio_sums - log_ratio_sums.mean(-1, keepdim=True)
+    return centered_r - beta * centered_d
 
 
 def test_gvpo_weights_sum_to_zero_and_loss_gradient_matches():

@@ -20,13 +20,18 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback, TrainingArguments
 
 from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward
-from gc2po.training.distributed import gathered_lm_head, is_zero3_sharded
+from gc2po.training.distributed import gathered_lm_head, is_zero3_param
 
 VOCAB, HIDDEN = 96, 32
 CF_PARAMS = CounterfactualParams(perturbation=["dropout", "gaussian"], num_perturbations=4, cf_tau=0.1,
                                  lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6, answer_space="topk",
                                  answer_topk=16)
 STATES = torch.randn(6, HIDDEN, generator=torch.Generator().manual_seed(1))
+
+
+def is_zero3_sharded(model) -> bool:
+    """True when any parameter of ``model`` is DeepSpeed ZeRO-3 partitioned."""
+    return any(is_zero3_param(p) for p in model.parameters())
 
 
 def r_cf(weight: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,7 @@ from torch import nn
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward
-from gc2po.training.distributed import gathered_lm_head, is_zero3_param, is_zero3_sharded
+from gc2po.training.distributed import gathered_lm_head, is_zero3_param
 
 CF_PARAMS = CounterfactualParams(perturbation=["dropout", "gaussian"], num_perturbations=4, cf_tau=0.1,
                                  lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6, answer_space="vocab",
@@ -51,6 +51,11 @@ def fake_deepspeed(monkeypatch):
     module = types.SimpleNamespace(zero=types.SimpleNamespace(GatheredParameters=FakeGatheredParameters))
     monkeypatch.setitem(sys.modules, "deepspeed", module)
     return FakeGatheredParameters
+
+
+def is_zero3_sharded(model) -> bool:
+    """True when any parameter of ``model`` is DeepSpeed ZeRO-3 partitioned."""
+    return any(is_zero3_param(p) for p in model.parameters())
 
 
 def shard(param: nn.Parameter, ds_id: int) -> None:

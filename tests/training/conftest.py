@@ -41,7 +41,8 @@ def make_trainer(model_dir, train_file, out_dir, method, *, reward=parity_reward
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from gc2po.data.jsonl import read_jsonl
-    from gc2po.training.train import build_args, build_dataset, prepare_output_dir
+    from gc2po.training.run_config import build_args, prepare_output_dir
+    from gc2po.training.train import build_dataset
     from gc2po.training.trainer import GC2POTrainer
 
     run = run_config(model_dir, train_file, out_dir, method, **trainer)

@@ -21,7 +21,7 @@ from gc2po.core.corrected import additive_token_advantages
 from gc2po.methods import METHODS
 from gc2po.methods.mrt import boundaries
 from gc2po.training import trainer as trainer_module
-from gc2po.training.train import build_args
+from gc2po.training.run_config import build_args
 from tests.training.conftest import SMALL, record_advantages
 
 
