@@ -28,9 +28,18 @@ def build(shape: str, workdir: Path, problems: int = 64, words: int = 48) -> tup
 
     architecture, hidden, layers, heads, kv_heads, intermediate, vocab, tied = SHAPES[shape]
     tokenizer = synthetic_tokenizer(vocab)
-    model = build_causal_lm(tokenizer, architecture=architecture, hidden_size=hidden, num_layers=layers,
-                            num_heads=heads, num_kv_heads=kv_heads, intermediate_size=intermediate,
-                            max_position_embeddings=4096, tie_word_embeddings=tied, seed=0)
+    model = build_causal_lm(
+        tokenizer,
+        architecture=architecture,
+        hidden_size=hidden,
+        num_layers=layers,
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=4096,
+        tie_word_embeddings=tied,
+        seed=0,
+    )
     model_dir = workdir / "model"
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
@@ -38,9 +47,22 @@ def build(shape: str, workdir: Path, problems: int = 64, words: int = 48) -> tup
     rng = random.Random(0)
     letters = "abcdefghijklmnopqrstuvwxyz"
     data = workdir / "train.jsonl"
-    data.write_text("".join(json.dumps({
-        "id": f"p{i}", "question": " ".join("".join(rng.choice(letters) for _ in range(3)) for _ in range(words)),
-        "answer": "0", "meta": {}}) + "\n" for i in range(problems)))
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"p{i}",
+                    "question": " ".join(
+                        "".join(rng.choice(letters) for _ in range(3)) for _ in range(words)
+                    ),
+                    "answer": "0",
+                    "meta": {},
+                }
+            )
+            + "\n"
+            for i in range(problems)
+        )
+    )
     return model_dir, data
 
 
@@ -73,8 +95,18 @@ class StepTimer(TrainerCallback):
         self.times.append(time.perf_counter() - self._start)
 
 
-def run_steps(model_dir: Path, data: Path, variant: str, *, steps: int, k: int, batch: int, completion_length: int,
-              workdir: Path, precision: str | None = None) -> dict:
+def run_steps(
+    model_dir: Path,
+    data: Path,
+    variant: str,
+    *,
+    steps: int,
+    k: int,
+    batch: int,
+    completion_length: int,
+    workdir: Path,
+    precision: str | None = None,
+) -> dict:
     """Train ``steps`` steps of ``variant`` (a method name, or "trl_grpo" for TRL's own
     GRPOTrainer with the GRPO settings) from the saved weights; returns per-step times, grad
     norms, skipped steps and peak GPU memory."""
@@ -87,10 +119,23 @@ def run_steps(model_dir: Path, data: Path, variant: str, *, steps: int, k: int, 
     from gc2po.training.trainer import GC2POTrainer
 
     method = "grpo" if variant == "trl_grpo" else variant
-    run = {"model": str(model_dir), "train_data": str(data), "output_dir": str(workdir / f"out_{variant}"),
-           "task": "benchmark", "method": method, "seed": 0, "overwrite": True,
-           "trainer": {"num_generations": k, "per_device_train_batch_size": batch, "max_steps": steps,
-                       "max_completion_length": completion_length, "save_strategy": "no", "learning_rate": 1e-6}}
+    run = {
+        "model": str(model_dir),
+        "train_data": str(data),
+        "output_dir": str(workdir / f"out_{variant}"),
+        "task": "benchmark",
+        "method": method,
+        "seed": 0,
+        "overwrite": True,
+        "trainer": {
+            "num_generations": k,
+            "per_device_train_batch_size": batch,
+            "max_steps": steps,
+            "max_completion_length": completion_length,
+            "save_strategy": "no",
+            "learning_rate": 1e-6,
+        },
+    }
     if precision:
         run["precision"] = precision
     args = build_args(run)
@@ -98,18 +143,27 @@ def run_steps(model_dir: Path, data: Path, variant: str, *, steps: int, k: int, 
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     trainer_class = GRPOTrainer if variant == "trl_grpo" else GC2POTrainer
     torch.manual_seed(0)
-    trainer = trainer_class(model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype), args=args,
-                            train_dataset=build_dataset(read_jsonl(data), "benchmark"),
-                            processing_class=AutoTokenizer.from_pretrained(model_dir), reward_funcs=[varying_reward])
+    trainer = trainer_class(
+        model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype),
+        args=args,
+        train_dataset=build_dataset(read_jsonl(data), "benchmark"),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        reward_funcs=[varying_reward],
+    )
     timer = StepTimer()
     trainer.add_callback(timer)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     trainer.train()
     logs = [r for r in trainer.state.log_history if "grad_norm" in r]
-    result = {"times": timer.times, "grad_norms": [r["grad_norm"] for r in logs],
-              "skipped": int(logs[-1].get("nonfinite/skipped_steps", 0)) if logs else 0,
-              "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None}
+    result = {
+        "times": timer.times,
+        "grad_norms": [r["grad_norm"] for r in logs],
+        "skipped": int(logs[-1].get("nonfinite/skipped_steps", 0)) if logs else 0,
+        "peak_gib": torch.cuda.max_memory_allocated() / 2**30
+        if torch.cuda.is_available()
+        else None,
+    }
     del trainer
     gc.collect()
     if torch.cuda.is_available():
@@ -117,7 +171,9 @@ def run_steps(model_dir: Path, data: Path, variant: str, *, steps: int, k: int, 
     return result
 
 
-def alternate(model_dir, data, variants: list[str], *, repeats: int, steps: int, warmup: int, **kwargs) -> dict:
+def alternate(
+    model_dir, data, variants: list[str], *, repeats: int, steps: int, warmup: int, **kwargs
+) -> dict:
     """Each repeat trains every variant in turn from the same weights and batch; the first
     ``warmup`` steps of each run are not timed. One untimed run first warms up imports and caches."""
     run_steps(model_dir, data, variants[0], steps=1, **kwargs)
@@ -129,7 +185,9 @@ def alternate(model_dir, data, variants: list[str], *, repeats: int, steps: int,
             results[variant]["grad_norms"] += out["grad_norms"]
             results[variant]["skipped"] += out["skipped"]
             if out["peak_gib"] is not None:
-                results[variant]["peak_gib"] = max(results[variant]["peak_gib"] or 0.0, out["peak_gib"])
+                results[variant]["peak_gib"] = max(
+                    results[variant]["peak_gib"] or 0.0, out["peak_gib"]
+                )
     for result in results.values():
         result["median"] = statistics.median(result["times"])
     return results

@@ -43,11 +43,21 @@ def group(rng: np.random.Generator, all_correct: bool, cf_sd: float):
 def advantages(form: str, r_out, ids, r_cf, logps, mask):
     """(sequence advantages [K], token advantages [K, T]) of one form."""
     if form == "paper":
-        out = gc2po_token_advantages(r_out, ids, r_cf, logps, mask, group_size=K, lambda_cf=0.8,
-                                     trunc_frac=0.05, adv_clip=10.0)
+        out = gc2po_token_advantages(
+            r_out,
+            ids,
+            r_cf,
+            logps,
+            mask,
+            group_size=K,
+            lambda_cf=0.8,
+            trunc_frac=0.05,
+            adv_clip=10.0,
+        )
     else:
-        out = additive_token_advantages(r_out, ids, r_cf, mask, group_size=K, lambda_cf=0.8,
-                                        std_floor=0.1, z_clip=3.0)
+        out = additive_token_advantages(
+            r_out, ids, r_cf, mask, group_size=K, lambda_cf=0.8, std_floor=0.1, z_clip=3.0
+        )
     return out.sequence_advantages.numpy(), out.token_advantages[mask].numpy()
 
 
@@ -56,8 +66,10 @@ def main():
     parser.add_argument("--groups", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    print(f"{'form':<10} {'slope log T':>12} {'slope L':>9} {'|A| noise':>10} {'p99.9 |A_t|':>12} "
-          f"{'max |A_t|':>10}")
+    print(
+        f"{'form':<10} {'slope log T':>12} {'slope L':>9} {'|A| noise':>10} {'p99.9 |A_t|':>12} "
+        f"{'max |A_t|':>10}"
+    )
     for form in ("paper", "corrected"):
         rng = np.random.default_rng(args.seed)
         rows, targets, tokens = [], [], []
@@ -72,11 +84,15 @@ def main():
                 rows.append([1.0, float(r_out[k]), mean_cf[k], np.log(count[k]), episodes[k]])
                 targets.append(seq[k])
         coef, *_ = np.linalg.lstsq(np.array(rows), np.array(targets), rcond=None)
-        noise = [np.abs(advantages(form, *group(rng, all_correct=True, cf_sd=0.002))[0]).mean()
-                 for _ in range(args.groups // 4)]
+        noise = [
+            np.abs(advantages(form, *group(rng, all_correct=True, cf_sd=0.002))[0]).mean()
+            for _ in range(args.groups // 4)
+        ]
         tokens = np.concatenate(tokens)
-        print(f"{form:<10} {coef[3]:>12.3f} {coef[4]:>9.3f} {np.mean(noise):>10.3f} "
-              f"{np.quantile(tokens, 0.999):>12.2f} {tokens.max():>10.2f}")
+        print(
+            f"{form:<10} {coef[3]:>12.3f} {coef[4]:>9.3f} {np.mean(noise):>10.3f} "
+            f"{np.quantile(tokens, 0.999):>12.2f} {tokens.max():>10.2f}"
+        )
 
 
 if __name__ == "__main__":

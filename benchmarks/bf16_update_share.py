@@ -35,9 +35,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--lr", type=float, default=1e-6)
     args = parser.parse_args(argv)
     architecture, hidden, layers, heads, kv_heads, intermediate, vocab, tied = SHAPES[args.shape]
-    model = build_causal_lm(synthetic_tokenizer(vocab), architecture=architecture, hidden_size=hidden, num_layers=layers,
-                            num_heads=heads, num_kv_heads=kv_heads, intermediate_size=intermediate,
-                            tie_word_embeddings=tied, seed=0)
+    model = build_causal_lm(
+        synthetic_tokenizer(vocab),
+        architecture=architecture,
+        hidden_size=hidden,
+        num_layers=layers,
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        intermediate_size=intermediate,
+        tie_word_embeddings=tied,
+        seed=0,
+    )
     tokens = torch.randint(0, vocab, (4, 128), generator=torch.Generator().manual_seed(0))
     model(input_ids=tokens, labels=tokens).loss.backward()
     params = [p for p in model.parameters() if p.grad is not None]
@@ -52,14 +60,17 @@ def main(argv: list[str] | None = None) -> dict:
         torch.optim.AdamW(weights, lr=args.lr, weight_decay=0.01).step()
         results[name] = unchanged_share(before, [w.detach() for w in weights])
         if name == "bf16-mixed":  # what the bf16 forward pass then sees, after this one step
-            results["bf16-mixed (bf16 view)"] = unchanged_share([b.bfloat16() for b in before],
-                                                                [w.detach().bfloat16() for w in weights])
+            results["bf16-mixed (bf16 view)"] = unchanged_share(
+                [b.bfloat16() for b in before], [w.detach().bfloat16() for w in weights]
+            )
     total = sum(p.numel() for p in params)
     print(f"shape={args.shape} parameters={total:,} lr={args.lr} torch={torch.__version__}")
     print(f"pure bf16 weights: {100 * results['bf16']:.1f}% of parameters unchanged by the step")
     print(f"bf16-mixed (fp32 master weights): {100 * results['bf16-mixed']:.1f}% unchanged")
-    print(f"bf16-mixed, bf16 view after one step: {100 * results['bf16-mixed (bf16 view)']:.1f}% unchanged "
-          "(the fp32 masters keep the update, so later steps accumulate past the bf16 spacing)")
+    print(
+        f"bf16-mixed, bf16 view after one step: {100 * results['bf16-mixed (bf16 view)']:.1f}% unchanged "
+        "(the fp32 masters keep the update, so later steps accumulate past the bf16 spacing)"
+    )
     return results
 
 

@@ -57,8 +57,12 @@ def main():
     parser.add_argument("--episodes", type=int, default=256)
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--batch-tokens", type=int, default=256 * 1024)
-    parser.add_argument("--ref-tokens", type=int, default=None,
-                        help="rows actually projected for the reference (default: all on GPU, 4096 on CPU)")
+    parser.add_argument(
+        "--ref-tokens",
+        type=int,
+        default=None,
+        help="rows actually projected for the reference (default: all on GPU, 4096 on CPU)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -70,26 +74,46 @@ def main():
     group_index = torch.arange(args.episodes, device=device) // 8
     ref_tokens = args.ref_tokens or (args.batch_tokens if device.startswith("cuda") else 4096)
 
-    print(f"device={device} dtype={args.dtype} torch={torch.__version__} threads={torch.get_num_threads()}")
+    print(
+        f"device={device} dtype={args.dtype} torch={torch.__version__} threads={torch.get_num_threads()}"
+    )
     print(f"d={args.d} V={args.vocab} E={args.episodes} M={args.samples}")
     proj = time_projection(weight, ref_tokens, args.d, device)
     proj_full = proj * args.batch_tokens / ref_tokens
-    note = "" if ref_tokens == args.batch_tokens else f" (timed on {ref_tokens} rows, scaled x{args.batch_tokens / ref_tokens:g})"
+    note = (
+        ""
+        if ref_tokens == args.batch_tokens
+        else f" (timed on {ref_tokens} rows, scaled x{args.batch_tokens / ref_tokens:g})"
+    )
     print(f"lm_head projection of {args.batch_tokens} tokens: {proj_full:.3f} s{note}")
 
     for space in ("topk", "vocab"):
+
         def run(space=space):
             params = CounterfactualParams(
-                perturbation=["dropout", "gaussian"], num_perturbations=args.samples, cf_tau=0.1,
-                lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6, answer_space=space, answer_topk=64)
+                perturbation=["dropout", "gaussian"],
+                num_perturbations=args.samples,
+                cf_tau=0.1,
+                lambda_exp=0.9,
+                lambda_sta=1.0,
+                cf_eps_u=1e-6,
+                answer_space=space,
+                answer_topk=64,
+            )
             return counterfactual_reward(
-                states, weight, params, group_index=group_index,
-                generator=torch.Generator(device=device).manual_seed(args.seed))
+                states,
+                weight,
+                params,
+                group_index=group_index,
+                generator=torch.Generator(device=device).manual_seed(args.seed),
+            )
 
         run()  # warm-up
         _, seconds, extra = peak_extra_memory(run, device)
-        print(f"answer_space={space}: counterfactual reward {seconds:.3f} s, "
-              f"ratio to projection {seconds / proj_full:.4f}, peak extra memory {extra / 2**20:.0f} MiB")
+        print(
+            f"answer_space={space}: counterfactual reward {seconds:.3f} s, "
+            f"ratio to projection {seconds / proj_full:.4f}, peak extra memory {extra / 2**20:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -30,14 +30,25 @@ def compare(dir_a: Path, dir_b: Path, benchmarks: list[str] | None) -> tuple[lis
     identical = sum(filecmp.cmp(dir_a / r, dir_b / r, shallow=False) for r in rel_a)
     scores_a, scores_b = Scores(files_a), Scores(files_b)
     rows = []
-    for block, model, benchmark in sorted(scores_a.by_cell, key=lambda c: (c[0], c[1] != "base", c[1], c[2])):
+    for block, model, benchmark in sorted(
+        scores_a.by_cell, key=lambda c: (c[0], c[1] != "base", c[1], c[2])
+    ):
         seeds = sorted(scores_a.by_cell[(block, model, benchmark)])
         problems = sorted(scores_a.by_cell[(block, model, benchmark)][seeds[0]])
         a = scores_a.array(block, model, benchmark, seeds, problems)
         b = scores_b.array(block, model, benchmark, seeds, problems)
-        rows.append({"block": block, "model": model, "benchmark": benchmark, "seeds": len(seeds),
-                     "a": bootstrap_ci(a), "b": bootstrap_ci(b), "diff": paired_bootstrap_diff(b, a),
-                     "same": bool((a == b).all())})
+        rows.append(
+            {
+                "block": block,
+                "model": model,
+                "benchmark": benchmark,
+                "seeds": len(seeds),
+                "a": bootstrap_ci(a),
+                "b": bootstrap_ci(b),
+                "diff": paired_bootstrap_diff(b, a),
+                "same": bool((a == b).all()),
+            }
+        )
     return rows, identical, len(rel_a)
 
 
@@ -46,13 +57,18 @@ def to_markdown(rows: list[dict], labels: tuple[str, str]) -> str:
         mean, low, high = (100 * v for v in triple)
         return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
 
-    lines = [f"| model | benchmark | seeds | {labels[0]} | {labels[1]} | {labels[1]} - {labels[0]} | "
-             f"CI holds 0 |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"| model | benchmark | seeds | {labels[0]} | {labels[1]} | {labels[1]} - {labels[0]} | "
+        f"CI holds 0 |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         name = "base" if r["model"] == "base" else method_name(r["model"])
         holds = r["diff"][1] <= 0 <= r["diff"][2]
-        lines.append(f"| {name} | {r['benchmark']} | {r['seeds']} | {cell(r['a'])} | {cell(r['b'])} | "
-                     f"{cell(r['diff'])}{' (identical)' if r['same'] else ''} | {'yes' if holds else 'NO'} |")
+        lines.append(
+            f"| {name} | {r['benchmark']} | {r['seeds']} | {cell(r['a'])} | {cell(r['b'])} | "
+            f"{cell(r['diff'])}{' (identical)' if r['same'] else ''} | {'yes' if holds else 'NO'} |"
+        )
     return "\n".join(lines)
 
 
@@ -66,8 +82,10 @@ def main() -> None:
     rows, identical, total = compare(args.eval_a, args.eval_b, args.benchmarks)
     print(to_markdown(rows, tuple(args.labels)))
     inside = sum(r["diff"][1] <= 0 <= r["diff"][2] for r in rows)
-    print(f"\n{identical} of {total} evaluation files byte-identical; {inside} of {len(rows)} "
-          f"paired differences have a 95% CI that holds 0.")
+    print(
+        f"\n{identical} of {total} evaluation files byte-identical; {inside} of {len(rows)} "
+        f"paired differences have a 95% CI that holds 0."
+    )
 
 
 if __name__ == "__main__":

@@ -40,12 +40,18 @@ def main() -> None:
             times[name].append(time.perf_counter() - start)
             outputs[name] = [g.text for g in generations]
     same = outputs["generate"] == outputs["group_sampling"]
-    print(f"{len(prompts)} prompts x {args.n} samples, 1 thread, {args.repeats} repeats (alternated); "
-          f"identical completions: {same}")
+    print(
+        f"{len(prompts)} prompts x {args.n} samples, 1 thread, {args.repeats} repeats (alternated); "
+        f"identical completions: {same}"
+    )
     for name, values in times.items():
-        print(f"{name}: min {min(values):.2f} s, median {statistics.median(values):.2f} s, max {max(values):.2f} s")
-    print(f"ratio group_sampling / generate (medians): "
-          f"{statistics.median(times['group_sampling']) / statistics.median(times['generate']):.2f}")
+        print(
+            f"{name}: min {min(values):.2f} s, median {statistics.median(values):.2f} s, max {max(values):.2f} s"
+        )
+    print(
+        f"ratio group_sampling / generate (medians): "
+        f"{statistics.median(times['group_sampling']) / statistics.median(times['generate']):.2f}"
+    )
     if not same:
         raise SystemExit("the two paths gave different completions")
 

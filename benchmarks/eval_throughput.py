@@ -36,8 +36,12 @@ def main():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     with tempfile.TemporaryDirectory() as tmp:
         model_dir, _ = build("smollm2-135m", Path(tmp))
-        prompts = [" ".join(f"w{(13 * i + j) % 4000}" for j in range(40)) for i in range(args.prompts)]
-        sampling = SamplingConfig(n=1, temperature=0.6, top_p=0.95, max_new_tokens=args.max_new_tokens, seed=0)
+        prompts = [
+            " ".join(f"w{(13 * i + j) % 4000}" for j in range(40)) for i in range(args.prompts)
+        ]
+        sampling = SamplingConfig(
+            n=1, temperature=0.6, top_p=0.95, max_new_tokens=args.max_new_tokens, seed=0
+        )
         backend = TransformersBackend.from_pretrained(str(model_dir), batch_size=args.batch_size)
         backend.model.generation_config.eos_token_id = None
         backend.generate(prompts[:2], SamplingConfig(n=1, max_new_tokens=4))  # warm-up
@@ -48,7 +52,9 @@ def main():
         seconds = time.perf_counter() - start
         tokens = sum(g.num_tokens for g in out)
         hf_rate = tokens / seconds
-        print(f"device={device} threads={torch.get_num_threads()} prompts={args.prompts} new_tokens={args.max_new_tokens}")
+        print(
+            f"device={device} threads={torch.get_num_threads()} prompts={args.prompts} new_tokens={args.max_new_tokens}"
+        )
         print(f"transformers: {tokens} tokens in {seconds:.2f} s = {hf_rate:.1f} tokens/s")
         if args.vllm:
             from gc2po.evaluation.backends import VLLMBackend

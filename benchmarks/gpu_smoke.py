@@ -25,30 +25,50 @@ from _training import SHAPES, alternate, build  # noqa: E402
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="qwen2.5-1.5b", choices=sorted(SHAPES))
-    parser.add_argument("--steps", type=int, default=11, help="steps per run; the first is a warm-up")
+    parser.add_argument(
+        "--steps", type=int, default=11, help="steps per run; the first is a warm-up"
+    )
     parser.add_argument("--repeats", type=int, default=1, help="alternating runs per method")
     parser.add_argument("--k", type=int, default=8)
-    parser.add_argument("--batch", type=int, default=64, help="completions per step (batch / K prompts)")
+    parser.add_argument(
+        "--batch", type=int, default=64, help="completions per step (batch / K prompts)"
+    )
     parser.add_argument("--completion-length", type=int, default=256)
-    parser.add_argument("--precision", default=None, help="bf16-mixed (GPU default) | bf16 | fp32 (CPU default)")
+    parser.add_argument(
+        "--precision", default=None, help="bf16-mixed (GPU default) | bf16 | fp32 (CPU default)"
+    )
     args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error("--steps must be >= 2 (one warm-up step and at least one timed step)")
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    print(f"shape={args.shape} device={device} torch={torch.__version__} steps={args.steps} K={args.k} "
-          f"batch={args.batch} completion_length={args.completion_length} precision={args.precision or 'default'}")
+    print(
+        f"shape={args.shape} device={device} torch={torch.__version__} steps={args.steps} K={args.k} "
+        f"batch={args.batch} completion_length={args.completion_length} precision={args.precision or 'default'}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         model_dir, data = build(args.shape, workdir)
-        results = alternate(model_dir, data, ["trl_grpo", "gc2po"], repeats=args.repeats, steps=args.steps, warmup=1,
-                            k=args.k, batch=args.batch, completion_length=args.completion_length, workdir=workdir,
-                            precision=args.precision)
+        results = alternate(
+            model_dir,
+            data,
+            ["trl_grpo", "gc2po"],
+            repeats=args.repeats,
+            steps=args.steps,
+            warmup=1,
+            k=args.k,
+            batch=args.batch,
+            completion_length=args.completion_length,
+            workdir=workdir,
+            precision=args.precision,
+        )
     for variant, result in results.items():
         finite = all(math.isfinite(g) for g in result["grad_norms"])
         peak = "n/a (no GPU)" if result["peak_gib"] is None else f"{result['peak_gib']:.2f} GiB"
-        print(f"{variant:9s} median step {result['median']:.3f} s over {len(result['times'])} timed steps, "
-              f"peak GPU memory {peak}, skipped steps {result['skipped']}, "
-              f"grad norms finite: {finite} ({', '.join(f'{g:.3g}' for g in result['grad_norms'])})")
+        print(
+            f"{variant:9s} median step {result['median']:.3f} s over {len(result['times'])} timed steps, "
+            f"peak GPU memory {peak}, skipped steps {result['skipped']}, "
+            f"grad norms finite: {finite} ({', '.join(f'{g:.3g}' for g in result['grad_norms'])})"
+        )
     ratio = results["gc2po"]["median"] / results["trl_grpo"]["median"]
     print(f"GC2PO / TRL-GRPO: {ratio:.3f}")
     return {**results, "ratio": ratio}

@@ -68,42 +68,68 @@ def write_file(path: Path, rows: int, seed: int = 0) -> None:
 
     sample = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
     rng = random.Random(seed)
-    schema = pa.schema([("source", pa.string()), ("problem", pa.string()), ("solution", pa.string()),
-                        ("messages", pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())])))])
+    schema = pa.schema(
+        [
+            ("source", pa.string()),
+            ("problem", pa.string()),
+            ("solution", pa.string()),
+            ("messages", pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))),
+        ]
+    )
     with pq.ParquetWriter(path, schema) as writer:
         for lo in range(0, rows, ROW_GROUP):
             batch = {"source": [], "problem": [], "solution": [], "messages": []}
             for i in range(lo, min(rows, lo + ROW_GROUP)):
                 row = rng.choice(sample)
                 problem, solution = f"({i}) {row['instruction']}", row["response"]
-                batch["source"].append(rng.choice(["cn_k12", "olympiads", "synthetic_math", "orca_math", "aops_forum"]))
+                batch["source"].append(
+                    rng.choice(["cn_k12", "olympiads", "synthetic_math", "orca_math", "aops_forum"])
+                )
                 batch["problem"].append(problem)
                 batch["solution"].append(solution)
-                batch["messages"].append([{"content": problem, "role": "user"}, {"content": solution, "role": "assistant"}])
+                batch["messages"].append(
+                    [
+                        {"content": problem, "role": "user"},
+                        {"content": solution, "role": "assistant"},
+                    ]
+                )
             writer.write_table(pa.Table.from_pydict(batch, schema=schema))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=860_000)
     parser.add_argument("--file", type=Path, default=Path("/tmp/numinamath_full.parquet"))
     args = parser.parse_args()
     if not args.file.exists():
         start = time.perf_counter()
         write_file(args.file, args.rows)
-        print(f"wrote {args.rows:,} rows to {args.file} ({args.file.stat().st_size / 2**20:,.0f} MiB) "
-              f"in {time.perf_counter() - start:.0f} s")
+        print(
+            f"wrote {args.rows:,} rows to {args.file} ({args.file.stat().st_size / 2**20:,.0f} MiB) "
+            f"in {time.perf_counter() - start:.0f} s"
+        )
     import pyarrow.parquet as pq
 
     rows = pq.ParquetFile(args.file).metadata.num_rows
-    out = subprocess.run([sys.executable, "-c", CHILD, str(args.file)], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(args.file)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    print(f"rows in file: {rows:,}; subset: {result['records']:,} records "
-          f"({result['skipped_rows']:,} rows without a boxed answer skipped)")
-    print(f"peak RSS of the preparing process: {result['peak_mib']:,.0f} MiB "
-          f"(before loading: {result['baseline_mib']:,.0f} MiB); {result['seconds']:.0f} s; "
-          f"output sha256 {result['sha256'][:16]}")
+    print(
+        f"rows in file: {rows:,}; subset: {result['records']:,} records "
+        f"({result['skipped_rows']:,} rows without a boxed answer skipped)"
+    )
+    print(
+        f"peak RSS of the preparing process: {result['peak_mib']:,.0f} MiB "
+        f"(before loading: {result['baseline_mib']:,.0f} MiB); {result['seconds']:.0f} s; "
+        f"output sha256 {result['sha256'][:16]}"
+    )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 def load_baseline(workdir: str):
     """The sandbox module as it was at BASELINE_COMMIT."""
-    source = subprocess.run(["git", "show", f"{BASELINE_COMMIT}:gc2po/evaluation/sandbox.py"], cwd=REPO,
-                            capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{BASELINE_COMMIT}:gc2po/evaluation/sandbox.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     path = Path(workdir) / "sandbox_78901eb.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("sandbox_78901eb", path)
@@ -56,9 +61,18 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         old = load_baseline(workdir)
         samplers = {
-            "old": lambda p: old.run_python(old.humaneval_program(p["prompt"], p["canonical_solution"], p["test"],
-                                                                  p["entry_point"])).passed,
-            "new": lambda p: run_humaneval(p["prompt"], p["canonical_solution"], p["test"], p["entry_point"]).passed,
+            "old": lambda p: (
+                old.run_python(
+                    old.humaneval_program(
+                        p["prompt"], p["canonical_solution"], p["test"], p["entry_point"]
+                    )
+                ).passed
+            ),
+            "new": lambda p: (
+                run_humaneval(
+                    p["prompt"], p["canonical_solution"], p["test"], p["entry_point"]
+                ).passed
+            ),
         }
         times = {name: [] for name in samplers}
         passed = {name: 0 for name in samplers}
@@ -72,10 +86,14 @@ def main():
     print(f"new sandbox: {sandbox_description()}")
     samples = len(problems) * args.repeats
     for name in samplers:
-        print(f"{name}: {passed[name]}/{samples} passed, median {statistics.median(times[name]) * 1000:.0f} ms, "
-              f"mean {statistics.mean(times[name]) * 1000:.0f} ms, total {sum(times[name]):.1f} s")
-    print(f"ratio new/old: median {statistics.median(times['new']) / statistics.median(times['old']):.2f}, "
-          f"total {sum(times['new']) / sum(times['old']):.2f}")
+        print(
+            f"{name}: {passed[name]}/{samples} passed, median {statistics.median(times[name]) * 1000:.0f} ms, "
+            f"mean {statistics.mean(times[name]) * 1000:.0f} ms, total {sum(times[name]):.1f} s"
+        )
+    print(
+        f"ratio new/old: median {statistics.median(times['new']) / statistics.median(times['old']):.2f}, "
+        f"total {sum(times['new']) / sum(times['old']):.2f}"
+    )
 
 
 if __name__ == "__main__":

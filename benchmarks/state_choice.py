@@ -31,7 +31,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=8, help="completions per problem")
     parser.add_argument("--seed", type=int, default=0, help="sampling and noise seed")
     parser.add_argument("--run", default="gc2po_add", help="the run whose R_cf settings are used")
-    parser.add_argument("--configfile", nargs="+", default=None, help="workflow config(s), in order")
+    parser.add_argument(
+        "--configfile", nargs="+", default=None, help="workflow config(s), in order"
+    )
     ns = parser.parse_args()
     torch.set_num_threads(2)
     config = load_config(ns.configfile)
@@ -41,14 +43,18 @@ def main() -> None:
     args = build_args(job.run_config(config))
     audit = AuditConfig.from_trainer(args, k=ns.k, seed=ns.seed)
     _, summary = run_audit(ns.model, read_jsonl(ns.data), audit, max_problems=ns.problems)
-    print(f"{ns.model} on {ns.data}: {summary['completions']} completions "
-          f"({ns.problems} problems x {ns.k}), R_cf settings of run {ns.run!r} "
-          f"({args.perturbation}, M={args.num_perturbations}, top-k {args.answer_topk})")
+    print(
+        f"{ns.model} on {ns.data}: {summary['completions']} completions "
+        f"({ns.problems} problems x {ns.k}), R_cf settings of run {ns.run!r} "
+        f"({args.perturbation}, M={args.num_perturbations}, top-k {args.answer_topk})"
+    )
     print("| cf_state | cor(R_cf, p given f) [95% CI] | cor(R_cf, p) |")
     print("|---|---|---|")
     for choice, row in summary["state_choices"].items():
-        print(f"| {choice} | {row['partial_p_given_f']:+.3f} [{row['ci_low']:+.3f}, "
-              f"{row['ci_high']:+.3f}] | {row['pearson_p']:+.3f} |")
+        print(
+            f"| {choice} | {row['partial_p_given_f']:+.3f} [{row['ci_low']:+.3f}, "
+            f"{row['ci_high']:+.3f}] | {row['pearson_p']:+.3f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -26,21 +26,35 @@ from _training import SHAPES, alternate, build  # noqa: E402
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="smollm2-135m", choices=sorted(SHAPES))
-    parser.add_argument("--methods", default="gc2po,trl_grpo", help="comma-separated method names and/or trl_grpo")
+    parser.add_argument(
+        "--methods", default="gc2po,trl_grpo", help="comma-separated method names and/or trl_grpo"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--k", type=int, default=8)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--completion-length", type=int, default=64)
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(f"shape={args.shape} device={device} torch={torch.__version__} threads={torch.get_num_threads()} "
-          f"K={args.k} batch={args.batch} completion_length={args.completion_length} repeats={args.repeats}")
+    print(
+        f"shape={args.shape} device={device} torch={torch.__version__} threads={torch.get_num_threads()} "
+        f"K={args.k} batch={args.batch} completion_length={args.completion_length} repeats={args.repeats}"
+    )
     variants = args.methods.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         model_dir, data = build(args.shape, workdir)
-        results = alternate(model_dir, data, variants, repeats=args.repeats, steps=1, warmup=0, k=args.k,
-                            batch=args.batch, completion_length=args.completion_length, workdir=workdir)
+        results = alternate(
+            model_dir,
+            data,
+            variants,
+            repeats=args.repeats,
+            steps=1,
+            warmup=0,
+            k=args.k,
+            batch=args.batch,
+            completion_length=args.completion_length,
+            workdir=workdir,
+        )
     for variant, result in results.items():
         runs = ", ".join(f"{t:.2f}" for t in result["times"])
         print(f"{variant:16s} median step {result['median']:.2f} s (runs: {runs})")
@@ -48,7 +62,9 @@ def main():
         for variant in variants:
             if variant != "trl_grpo":
                 name = "GC2PO" if variant == "gc2po" else variant
-                print(f"{name} / TRL-GRPO: {results[variant]['median'] / results['trl_grpo']['median']:.3f}")
+                print(
+                    f"{name} / TRL-GRPO: {results[variant]['median'] / results['trl_grpo']['median']:.3f}"
+                )
 
 
 if __name__ == "__main__":

@@ -38,26 +38,39 @@ def main() -> None:
     torch.set_num_threads(1)
     records = read_jsonl(args.data)
     backend = TransformersBackend.from_pretrained(args.model, batch_size=128)
-    sampling = SamplingConfig(n=args.n, temperature=args.temperature, top_p=1.0,
-                              max_new_tokens=args.max_new_tokens, seed=args.seed)
+    sampling = SamplingConfig(
+        n=args.n,
+        temperature=args.temperature,
+        top_p=1.0,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+    )
     _, samples = generate_and_grade(backend, records, "testbed", sampling)
     cued = {r["id"]: r["meta"].get("cue") is not None for r in records}
     correct = defaultdict(int)
     for s in samples:
         correct[s["problem_id"]] += int(s["correct"])
     copies = [s for s in samples if s["completion"].startswith("<episode_1>bet=")]
-    print(f"{args.model} on {args.data}: {len(records)} problems x {args.n} samples, "
-          f"temperature {args.temperature}")
-    print(f"pass@1 {100 * sum(correct.values()) / len(samples):.1f}%  "
-          f"pass@{args.k} {100 * sum(pass_at_k(args.n, c, args.k) for c in correct.values()) / len(records):.1f}%")
-    print(f"process validity {100 * sum(s['process_validity'] for s in samples) / len(samples):.1f}%  "
-          f"copies of the bet {100 * len(copies) / len(samples):.1f}% of completions "
-          f"(correct {100 * sum(s['correct'] for s in copies) / max(1, len(copies)):.1f}%)")
+    print(
+        f"{args.model} on {args.data}: {len(records)} problems x {args.n} samples, "
+        f"temperature {args.temperature}"
+    )
+    print(
+        f"pass@1 {100 * sum(correct.values()) / len(samples):.1f}%  "
+        f"pass@{args.k} {100 * sum(pass_at_k(args.n, c, args.k) for c in correct.values()) / len(records):.1f}%"
+    )
+    print(
+        f"process validity {100 * sum(s['process_validity'] for s in samples) / len(samples):.1f}%  "
+        f"copies of the bet {100 * len(copies) / len(samples):.1f}% of completions "
+        f"(correct {100 * sum(s['correct'] for s in copies) / max(1, len(copies)):.1f}%)"
+    )
     for label, want in (("cued", True), ("uncued", False)):
         part = [s for s in samples if cued[s["problem_id"]] is want]
         if part:
-            print(f"{label} problems: {len(part) // args.n}, pass@1 {100 * sum(s['correct'] for s in part) / len(part):.1f}%, "
-                  f"copies {100 * sum(s['completion'].startswith('<episode_1>bet=') for s in part) / len(part):.1f}%")
+            print(
+                f"{label} problems: {len(part) // args.n}, pass@1 {100 * sum(s['correct'] for s in part) / len(part):.1f}%, "
+                f"copies {100 * sum(s['completion'].startswith('<episode_1>bet=') for s in part) / len(part):.1f}%"
+            )
 
 
 if __name__ == "__main__":

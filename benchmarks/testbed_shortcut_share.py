@@ -23,11 +23,13 @@ def summarise(samples: list[dict], cued: dict[str, bool]) -> dict[str, float]:
 
     with_cue = [s for s in samples if cued[s["problem_id"]]]
     without = [s for s in samples if not cued[s["problem_id"]]]
-    return {"pass@1": share(samples, lambda s: s["correct"]),
-            "validity": sum(s["process_validity"] for s in samples) / max(1, len(samples)) * 100,
-            "copies": share(samples, lambda s: s["completion"].startswith(COPY)),
-            "cued pass@1": share(with_cue, lambda s: s["correct"]),
-            "uncued pass@1": share(without, lambda s: s["correct"])}
+    return {
+        "pass@1": share(samples, lambda s: s["correct"]),
+        "validity": sum(s["process_validity"] for s in samples) / max(1, len(samples)) * 100,
+        "copies": share(samples, lambda s: s["completion"].startswith(COPY)),
+        "cued pass@1": share(with_cue, lambda s: s["correct"]),
+        "uncued pass@1": share(without, lambda s: s["correct"]),
+    }
 
 
 def main() -> None:
@@ -37,7 +39,10 @@ def main() -> None:
     parser.add_argument("--split", default="test_id")
     parser.add_argument("--eval", default="eval", help="eval (configured sampling) or eval_greedy")
     args = parser.parse_args()
-    cued = {r["id"]: r["meta"].get("cue") is not None for r in read_jsonl(Path(args.data) / f"{args.split}.jsonl")}
+    cued = {
+        r["id"]: r["meta"].get("cue") is not None
+        for r in read_jsonl(Path(args.data) / f"{args.split}.jsonl")
+    }
     models = sorted(p for p in Path(args.results, args.eval).glob("*/*") if p.is_dir())
     if not models:
         parser.error(f"no evaluations under {Path(args.results, args.eval)}")
@@ -47,7 +52,11 @@ def main() -> None:
         files = sorted(model.glob(f"seed*/{args.split}.jsonl"))
         per_seed = [summarise([json.loads(line) for line in f.open()], cued) for f in files]
         means = {key: sum(s[key] for s in per_seed) / len(per_seed) for key in per_seed[0]}
-        print(f"| {model.name} | {len(files)} | " + " | ".join(f"{means[k]:.1f}" for k in header[2:]) + " |")
+        print(
+            f"| {model.name} | {len(files)} | "
+            + " | ".join(f"{means[k]:.1f}" for k in header[2:])
+            + " |"
+        )
 
 
 if __name__ == "__main__":

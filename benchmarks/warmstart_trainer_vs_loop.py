@@ -26,8 +26,13 @@ LOOP_COMMIT = "78901eb"  # the last commit with the hand-written loop
 
 
 def load_loop_version(scratch: Path):
-    source = subprocess.run(["git", "show", f"{LOOP_COMMIT}:gc2po/testbed/warmstart.py"], capture_output=True,
-                            text=True, check=True, cwd=Path(__file__).resolve().parents[1]).stdout
+    source = subprocess.run(
+        ["git", "show", f"{LOOP_COMMIT}:gc2po/testbed/warmstart.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    ).stdout
     path = scratch / "loop_warmstart.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("loop_warmstart", path)
@@ -49,7 +54,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100, help="steps of each timed short run")
     parser.add_argument("--repeats", type=int, default=2, help="loop/Trainer pairs of short runs")
-    parser.add_argument("--full", action="store_true", help="also train 752 steps per seed and evaluate")
+    parser.add_argument(
+        "--full", action="store_true", help="also train 752 steps per seed and evaluate"
+    )
     parser.add_argument("--seeds", default="0,1", help="warm-start seeds of the full runs")
     args = parser.parse_args()
     torch.set_num_threads(2)
@@ -57,17 +64,29 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         variants = {"loop": load_loop_version(Path(scratch)), "trainer": trainer_version}
         for repeat in range(args.repeats):
-            times = {v: run(v, m, splits["train"], Path(scratch) / v, epochs=args.steps / 94)[0] for v, m in variants.items()}
-            print(f"{args.steps} steps, pair {repeat}: loop {times['loop']:.1f} s, Trainer {times['trainer']:.1f} s, "
-                  f"Trainer / loop {times['trainer'] / times['loop']:.3f}", flush=True)
+            times = {
+                v: run(v, m, splits["train"], Path(scratch) / v, epochs=args.steps / 94)[0]
+                for v, m in variants.items()
+            }
+            print(
+                f"{args.steps} steps, pair {repeat}: loop {times['loop']:.1f} s, Trainer {times['trainer']:.1f} s, "
+                f"Trainer / loop {times['trainer'] / times['loop']:.3f}",
+                flush=True,
+            )
         for seed in map(int, args.seeds.split(",")) if args.full else []:
             for variant, module in variants.items():
                 out = Path(scratch) / f"{variant}_full"
                 _, stats = run(variant, module, splits["train"], out, seed=seed)
-                greedy = evaluate_split(TransformersBackend.from_pretrained(str(out), batch_size=64), splits["test_id"],
-                                        SamplingConfig(n=1, temperature=0.0, max_new_tokens=96))
-                print(f"seed {seed} {variant}: {stats['steps']} steps, final loss {stats['final_loss']:.3f}, "
-                      f"greedy test_id accuracy {greedy['accuracy']:.2f}", flush=True)
+                greedy = evaluate_split(
+                    TransformersBackend.from_pretrained(str(out), batch_size=64),
+                    splits["test_id"],
+                    SamplingConfig(n=1, temperature=0.0, max_new_tokens=96),
+                )
+                print(
+                    f"seed {seed} {variant}: {stats['steps']} steps, final loss {stats['final_loss']:.3f}, "
+                    f"greedy test_id accuracy {greedy['accuracy']:.2f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

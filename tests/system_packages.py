@@ -24,7 +24,9 @@ def ensure_debian_packages(packages: dict[str, str]) -> str | None:
     for command, package in packages.items():
         entry = next((e for e in entries if e.package == package and command in e.provides), None)
         if entry is None:
-            raise AssertionError(f"{command} ({package}) is not in system-packages.txt: add it there")
+            raise AssertionError(
+                f"{command} ({package}) is not in system-packages.txt: add it there"
+            )
         wanted.append(entry)
     if not any(e.missing() for e in wanted):
         return None

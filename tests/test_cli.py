@@ -22,11 +22,19 @@ EXAMPLES = ROOT / "config" / "examples"
 
 def run_cli(*args, env=None, cwd=None):
     """``gc2po ARGS`` in a fresh interpreter; prints whether torch got imported."""
-    code = ("import sys; from gc2po.cli import main; rc = main(sys.argv[1:]); "
-            "print('torch imported:', 'torch' in sys.modules); sys.exit(rc)")
+    code = (
+        "import sys; from gc2po.cli import main; rc = main(sys.argv[1:]); "
+        "print('torch imported:', 'torch' in sys.modules); sys.exit(rc)"
+    )
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, cwd=cwd or ROOT, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        cwd=cwd or ROOT,
+        timeout=120,
+    )
     return result, time.perf_counter() - start
 
 
@@ -42,13 +50,15 @@ def test_help_lists_only_real_subcommands_and_every_option_has_help(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     text = capsys.readouterr().out
-    listed = text[text.index("{") + 1: text.index("}")].split(",")
+    listed = text[text.index("{") + 1 : text.index("}")].split(",")
     assert set(listed) == set(commands)  # the help announces exactly what exists
     assert "figures" not in text and "testbed," not in text  # announced once, never implemented
     for name, sub in commands.items():
         assert callable(sub.get_default("func")), name
         for action in sub._actions:
-            assert action.help and action.help.strip(), f"gc2po {name} {action.option_strings or action.dest}: no help"
+            assert action.help and action.help.strip(), (
+                f"gc2po {name} {action.option_strings or action.dest}: no help"
+            )
 
 
 def _one_line_error(result, *needles):
@@ -58,63 +68,129 @@ def _one_line_error(result, *needles):
     assert len(error) == 1 and error[0].startswith("gc2po eval: error: "), result.stderr
     for needle in needles:
         assert needle in error[0], (needle, error[0])
-    assert "torch imported: False" in result.stdout  # refused before any model (or torch) was loaded
+    assert (
+        "torch imported: False" in result.stdout
+    )  # refused before any model (or torch) was loaded
 
 
 def test_a_missing_model_folder_fails_fast_naming_the_option(tmp_path):
-    result, seconds = run_cli("eval", "--config", EXAMPLES / "eval_testbed.yaml", "--model", "/missing",
-                              "--benchmark", "test_id")
+    result, seconds = run_cli(
+        "eval",
+        "--config",
+        EXAMPLES / "eval_testbed.yaml",
+        "--model",
+        "/missing",
+        "--benchmark",
+        "test_id",
+    )
     _one_line_error(result, "--model", "/missing", "does not exist")
-    assert seconds < 30  # a fresh interpreter; the guarantee that matters is that torch was not imported
+    assert (
+        seconds < 30
+    )  # a fresh interpreter; the guarantee that matters is that torch was not imported
 
 
 def test_a_hub_id_offline_and_not_cached_fails_fast(tmp_path):
-    result, _ = run_cli("eval", "--config", EXAMPLES / "eval_testbed.yaml", "--model", "someorg/not-cached-model",
-                        "--benchmark", "test_id", env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
+    result, _ = run_cli(
+        "eval",
+        "--config",
+        EXAMPLES / "eval_testbed.yaml",
+        "--model",
+        "someorg/not-cached-model",
+        "--benchmark",
+        "test_id",
+        env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")},
+    )
     _one_line_error(result, "--model", "someorg/not-cached-model", "HF_HUB_OFFLINE")
 
 
 def test_a_folder_without_a_model_fails_fast(tmp_path):
-    result, _ = run_cli("eval", "--config", EXAMPLES / "eval_testbed.yaml", "--model", tmp_path,
-                        "--benchmark", "test_id")
+    result, _ = run_cli(
+        "eval",
+        "--config",
+        EXAMPLES / "eval_testbed.yaml",
+        "--model",
+        tmp_path,
+        "--benchmark",
+        "test_id",
+    )
     _one_line_error(result, "--model", "config.json")
 
 
-@pytest.mark.parametrize("change, needles", [
-    ({"sampling": {"temperature": "abc"}}, ["sampling.temperature", "'abc'", "number"]),
-    ({"sampling": {"top_p": 1.5}}, ["sampling.top_p", "1.5"]),
-    ({"sampling": {"n": 0}}, ["sampling.n", "integer >= 1"]),
-    ({"sampling": {"max_tokens": 5}}, ["sampling.", "unknown key(s) ['max_tokens']"]),
-    ({"backend": "gpu"}, ["backend", "'gpu'"]),
-    ({"batch_size": "32"}, ["batch_size", "'32'"]),
-    ({"budgets": [8, -1]}, ["budgets", "[8, -1]"]),
-    ({"surprise": 1}, ["unknown key(s) ['surprise']"]),
-    ({"task": "math"}, ["task", "'math' is now spelled 'benchmark'", "set it to benchmark"]),
-    ({"task": "poetry"}, ["task", "one of ['testbed', 'benchmark']", "'poetry'"]),
-    ({"benchmarks": {"test_id": {"path": "x.jsonl", "limit": 0}}}, ["benchmarks.test_id.limit", "0"]),
-    ({"benchmarks": {"test_id": {"path": "missing.jsonl"}}}, ["missing.jsonl"]),
-])
+@pytest.mark.parametrize(
+    "change, needles",
+    [
+        ({"sampling": {"temperature": "abc"}}, ["sampling.temperature", "'abc'", "number"]),
+        ({"sampling": {"top_p": 1.5}}, ["sampling.top_p", "1.5"]),
+        ({"sampling": {"n": 0}}, ["sampling.n", "integer >= 1"]),
+        ({"sampling": {"max_tokens": 5}}, ["sampling.", "unknown key(s) ['max_tokens']"]),
+        ({"backend": "gpu"}, ["backend", "'gpu'"]),
+        ({"batch_size": "32"}, ["batch_size", "'32'"]),
+        ({"budgets": [8, -1]}, ["budgets", "[8, -1]"]),
+        ({"surprise": 1}, ["unknown key(s) ['surprise']"]),
+        ({"task": "math"}, ["task", "'math' is now spelled 'benchmark'", "set it to benchmark"]),
+        ({"task": "poetry"}, ["task", "one of ['testbed', 'benchmark']", "'poetry'"]),
+        (
+            {"benchmarks": {"test_id": {"path": "x.jsonl", "limit": 0}}},
+            ["benchmarks.test_id.limit", "0"],
+        ),
+        ({"benchmarks": {"test_id": {"path": "missing.jsonl"}}}, ["missing.jsonl"]),
+    ],
+)
 def test_bad_eval_config_values_fail_naming_the_key(tmp_path, tiny_model_dir, change, needles):
     config = yaml.safe_load((EXAMPLES / "eval_testbed.yaml").read_text())
     for key, value in change.items():
-        config[key] = {**config[key], **value} if isinstance(value, dict) and key == "sampling" else value
+        config[key] = (
+            {**config[key], **value} if isinstance(value, dict) and key == "sampling" else value
+        )
     path = tmp_path / "eval.yaml"
     path.write_text(yaml.safe_dump(config))
-    result, _ = run_cli("eval", "--config", path, "--model", tiny_model_dir, "--benchmark", "test_id")
+    result, _ = run_cli(
+        "eval", "--config", path, "--model", tiny_model_dir, "--benchmark", "test_id"
+    )
     _one_line_error(result, str(path), *needles)
 
 
 def test_unknown_benchmark_and_unreadable_config(tmp_path, tiny_model_dir):
-    result, _ = run_cli("eval", "--config", EXAMPLES / "eval_testbed.yaml", "--model", tiny_model_dir,
-                        "--benchmark", "test_huge")
+    result, _ = run_cli(
+        "eval",
+        "--config",
+        EXAMPLES / "eval_testbed.yaml",
+        "--model",
+        tiny_model_dir,
+        "--benchmark",
+        "test_huge",
+    )
     _one_line_error(result, "--benchmark", "'test_huge'", "testbed split")
-    result, _ = run_cli("eval", "--config", EXAMPLES / "eval_gsm8k.yaml", "--model", tiny_model_dir,
-                        "--benchmark", "mmlu")
+    result, _ = run_cli(
+        "eval",
+        "--config",
+        EXAMPLES / "eval_gsm8k.yaml",
+        "--model",
+        tiny_model_dir,
+        "--benchmark",
+        "mmlu",
+    )
     _one_line_error(result, "--benchmark", "unknown benchmark 'mmlu'")
-    result, _ = run_cli("eval", "--config", tmp_path / "nope.yaml", "--model", tiny_model_dir, "--benchmark", "gsm8k")
+    result, _ = run_cli(
+        "eval",
+        "--config",
+        tmp_path / "nope.yaml",
+        "--model",
+        tiny_model_dir,
+        "--benchmark",
+        "gsm8k",
+    )
     _one_line_error(result, "nope.yaml", "cannot read eval config")
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
-    result, _ = run_cli("eval", "--config", tmp_path / "list.yaml", "--model", tiny_model_dir, "--benchmark", "gsm8k")
+    result, _ = run_cli(
+        "eval",
+        "--config",
+        tmp_path / "list.yaml",
+        "--model",
+        tiny_model_dir,
+        "--benchmark",
+        "gsm8k",
+    )
     _one_line_error(result, "list.yaml", "must be a mapping")
 
 
@@ -134,7 +210,20 @@ def test_tables_subcommand_writes_every_format(tmp_path, capsys):
     md = out.with_suffix(".md").read_text()
     assert "| Model | Test (ID) | Longer chains | Average |" in md and "| + GRPO |" in md
     assert all(out.with_suffix(ext).exists() for ext in (".tex", ".csv", ".html"))
-    assert main(["tables", "--eval-dir", str(tmp_path / "ev" / "eval"), "--out", str(out), "--methods", "gc2po"]) == 2
+    assert (
+        main(
+            [
+                "tables",
+                "--eval-dir",
+                str(tmp_path / "ev" / "eval"),
+                "--out",
+                str(out),
+                "--methods",
+                "gc2po",
+            ]
+        )
+        == 2
+    )
     assert "--methods: no evaluation files for ['gc2po']" in capsys.readouterr().err
     assert main(["tables", "--eval-dir", str(tmp_path / "empty"), "--out", str(out)]) == 2
 
@@ -165,4 +254,3 @@ def test_example_eval_configs_validate():
     for path in sorted(EXAMPLES.glob("eval_*.yaml")):
         config = validate_config(yaml.safe_load(path.read_text()), str(path))
         assert config["benchmarks"] and config["sampling"]["temperature"] == 0.6, path
-

@@ -21,7 +21,9 @@ def test_synthetic_tokenizer_has_the_size_asked_and_reloads_as_itself(architectu
     for token in SPECIAL_TOKENS + EPISODE_TAGS[:2]:
         assert tokenizer.convert_tokens_to_ids(token) != tokenizer.unk_token_id
         assert len(tokenizer(token, add_special_tokens=False)["input_ids"]) == 1
-    model = build_causal_lm(tokenizer, architecture=architecture, hidden_size=16, num_layers=1, num_heads=2)
+    model = build_causal_lm(
+        tokenizer, architecture=architecture, hidden_size=16, num_layers=1, num_heads=2
+    )
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     ids = check_reload(tokenizer, tmp_path)
@@ -40,9 +42,13 @@ def test_check_reload_catches_a_tokenizer_that_does_not_survive_a_qwen2_reload(t
     words = SPECIAL_TOKENS + [f"w{i}" for i in range(200)]
     raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<|pad|>"))
     raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="<|pad|>", eos_token="<|eos|>")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw, pad_token="<|pad|>", eos_token="<|eos|>"
+    )
     tokenizer.chat_template = CHAT_TEMPLATE
-    build_causal_lm(tokenizer, architecture="qwen2", hidden_size=16, num_layers=1, num_heads=2).save_pretrained(tmp_path)
+    build_causal_lm(
+        tokenizer, architecture="qwen2", hidden_size=16, num_layers=1, num_heads=2
+    ).save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="does not reload as itself|pad id"):
         check_reload(tokenizer, tmp_path)

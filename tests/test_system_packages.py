@@ -22,7 +22,9 @@ def _python_sources() -> list[Path]:
     files = []
     for name in SCANNED:
         path = ROOT / name
-        files += [path] if path.is_file() else sorted(path.rglob("*.py")) + sorted(path.rglob("*.smk"))
+        files += (
+            [path] if path.is_file() else sorted(path.rglob("*.py")) + sorted(path.rglob("*.smk"))
+        )
     return files
 
 
@@ -31,7 +33,11 @@ def _runner_name(func: ast.expr) -> str:
     that happens to be called ``run`` (and prepends python -m) is not a runner."""
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
         return func.attr if func.value.id in ("subprocess", "shutil") else ""
-    return getattr(func, "id", "") if getattr(func, "id", "") in ("Popen", "which", "check_output") else ""
+    return (
+        getattr(func, "id", "")
+        if getattr(func, "id", "") in ("Popen", "which", "check_output")
+        else ""
+    )
 
 
 def _program_names(tree: ast.AST) -> set[str]:
@@ -71,23 +77,40 @@ def _console_scripts() -> set[str]:
 
 def test_the_scan_sees_the_programs_we_know_are_called():
     found = _called_programs()
-    for program in ("bwrap", "setpriv", "git", "pdflatex", "slurmctld", "munged", "scancel", "sleep"):
+    for program in (
+        "bwrap",
+        "setpriv",
+        "git",
+        "pdflatex",
+        "slurmctld",
+        "munged",
+        "scancel",
+        "sleep",
+    ):
         assert program in found, program
 
 
 def test_every_called_program_is_installed_by_the_project():
     scripts = _console_scripts()
-    unlisted = {name: where for name, where in _called_programs().items()
-                if package_for(name) is None and name not in ESSENTIAL and name not in scripts}
-    assert not unlisted, f"programs called but not in system-packages.txt (or a Python dependency): {unlisted}"
+    unlisted = {
+        name: where
+        for name, where in _called_programs().items()
+        if package_for(name) is None and name not in ESSENTIAL and name not in scripts
+    }
+    assert not unlisted, (
+        f"programs called but not in system-packages.txt (or a Python dependency): {unlisted}"
+    )
 
 
 def test_workflow_shell_rules_run_only_python():
     """Rules use ``script:``; the one ``shell:`` rule (train) runs the command that
     common.smk's train_command builds, which starts with python3 (gc2po train, or accelerate
     launch as a Python module), so it calls no program this scan cannot see."""
-    shells = [(path.name, line.strip()) for path in sorted((ROOT / "workflow" / "rules").glob("*.smk"))
-              for line in path.read_text().split("\n    shell:")[1:]]
+    shells = [
+        (path.name, line.strip())
+        for path in sorted((ROOT / "workflow" / "rules").glob("*.smk"))
+        for line in path.read_text().split("\n    shell:")[1:]
+    ]
     assert [name for name, _ in shells] == ["train.smk"]
     assert shells[0][1].startswith('"OMP_NUM_THREADS={threads} {params.command} > {log}')
     common = (ROOT / "workflow" / "rules" / "common.smk").read_text()
@@ -97,7 +120,12 @@ def test_workflow_shell_rules_run_only_python():
 
 def test_every_listed_package_shows_how_it_is_checked():
     entries = read_list()
-    assert {e.package for e in entries} >= {"bubblewrap", "slurm-wlm", "munge", "texlive-latex-base"}
+    assert {e.package for e in entries} >= {
+        "bubblewrap",
+        "slurm-wlm",
+        "munge",
+        "texlive-latex-base",
+    }
     for entry in entries:
         assert entry.provides and all(p.startswith("/") or "/" not in p for p in entry.provides)
 

@@ -5,7 +5,9 @@ from gc2po.models.tokenization import decode_with_offsets
 
 def test_offsets_cover_the_decoded_text_including_multibyte_and_special_tokens(fast_tokenizer):
     text = "<episode_1> héllo 日本 3+4=7 </episode_1> \\boxed{7}"
-    ids = fast_tokenizer(text, add_special_tokens=False)["input_ids"] + [fast_tokenizer.eos_token_id]
+    ids = fast_tokenizer(text, add_special_tokens=False)["input_ids"] + [
+        fast_tokenizer.eos_token_id
+    ]
     decoded, offsets = decode_with_offsets(fast_tokenizer, ids)
     assert decoded == fast_tokenizer.decode(ids, skip_special_tokens=False)
     assert len(offsets) == len(ids)

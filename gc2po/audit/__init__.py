@@ -14,5 +14,16 @@ from gc2po.audit.stats import (
     summarise,
 )
 
-__all__ = ["DEFAULT_GRID", "AuditConfig", "partial_correlation", "pearson", "perturbation_study",
-           "plot_audit", "run_audit", "score_rows", "spearman", "state_choice_study", "summarise"]
+__all__ = [
+    "DEFAULT_GRID",
+    "AuditConfig",
+    "partial_correlation",
+    "pearson",
+    "perturbation_study",
+    "plot_audit",
+    "run_audit",
+    "score_rows",
+    "spearman",
+    "state_choice_study",
+    "summarise",
+]

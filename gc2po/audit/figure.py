@@ -9,7 +9,9 @@ import numpy as np
 from gc2po.testbed.oracle import GROUPS
 
 
-def plot_audit(summaries: dict[str, dict], out_png, rewards=("r_out", "r_cf", "gc2po_score", "gc2po_advantage")):
+def plot_audit(
+    summaries: dict[str, dict], out_png, rewards=("r_out", "r_cf", "gc2po_score", "gc2po_advantage")
+):
     """Figure 1c style: per-group mean of each reward as a standardised effect (group mean minus
     the overall mean, in standard deviations of that reward over all completions, so rewards on
     different scales compare and tiny differences stay tiny) and each reward's correlation with f
@@ -29,7 +31,12 @@ def plot_audit(summaries: dict[str, dict], out_png, rewards=("r_out", "r_cf", "g
                 mean, std = summary["overall"][reward]
                 value = summary["groups"][group][reward][0]
                 values.append(0.0 if value != value or std == 0 else (value - mean) / std)
-            ax.bar(np.arange(len(rewards)) + i * width, values, width, label=f"{group} ({summary['groups'][group]['share']:.0%})")
+            ax.bar(
+                np.arange(len(rewards)) + i * width,
+                values,
+                width,
+                label=f"{group} ({summary['groups'][group]['share']:.0%})",
+            )
         ax.set_xticks(np.arange(len(rewards)) + 0.4 - width / 2, rewards, rotation=20, fontsize=7)
         ax.axhline(0, color="gray", linewidth=0.8)
         ax.set_ylabel("group mean - overall (SD)", fontsize=7)

@@ -36,7 +36,9 @@ def partial_correlation(x, y, z) -> float:
     return pearson(residual(x), residual(y))
 
 
-def bootstrap_mean_ci(values, num_resamples: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+def bootstrap_mean_ci(
+    values, num_resamples: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         return float("nan"), float("nan"), float("nan")
@@ -50,14 +52,28 @@ def summarise(frame: pd.DataFrame, rewards=REWARDS) -> dict:
     groups = {}
     for group in GROUPS:
         part = frame[frame.group == group]
-        groups[group] = {"share": len(part) / max(1, len(frame)),
-                         **{r: bootstrap_mean_ci(part[r].to_numpy()) for r in rewards}}
-    correlations = {r: {"pearson_f": pearson(frame[r], frame.f), "pearson_p": pearson(frame[r], frame.p),
-                        "spearman_f": spearman(frame[r], frame.f), "spearman_p": spearman(frame[r], frame.p),
-                        "partial_p_given_f": partial_correlation(frame[r], frame.p, frame.f)} for r in rewards}
+        groups[group] = {
+            "share": len(part) / max(1, len(frame)),
+            **{r: bootstrap_mean_ci(part[r].to_numpy()) for r in rewards},
+        }
+    correlations = {
+        r: {
+            "pearson_f": pearson(frame[r], frame.f),
+            "pearson_p": pearson(frame[r], frame.p),
+            "spearman_f": spearman(frame[r], frame.f),
+            "spearman_p": spearman(frame[r], frame.p),
+            "partial_p_given_f": partial_correlation(frame[r], frame.p, frame.f),
+        }
+        for r in rewards
+    }
     overall = {r: [float(frame[r].mean()), float(frame[r].std(ddof=0))] for r in rewards}
-    return {"completions": len(frame), "overall": overall, "groups": groups,
-            "correlations": correlations, "state_choices": state_choice_study(frame)}
+    return {
+        "completions": len(frame),
+        "overall": overall,
+        "groups": groups,
+        "correlations": correlations,
+        "state_choices": state_choice_study(frame),
+    }
 
 
 def state_choice_study(frame: pd.DataFrame, num_resamples: int = 1000, seed: int = 0) -> dict:
@@ -70,8 +86,10 @@ def state_choice_study(frame: pd.DataFrame, num_resamples: int = 1000, seed: int
     problems = frame.problem_id.to_numpy()
     members = [np.flatnonzero(problems == value) for value in pd.unique(problems)]
     rng = np.random.default_rng(seed)
-    resamples = [np.concatenate([members[i] for i in rng.integers(0, len(members), len(members))])
-                 for _ in range(num_resamples)]
+    resamples = [
+        np.concatenate([members[i] for i in rng.integers(0, len(members), len(members))])
+        for _ in range(num_resamples)
+    ]
     out = {}
     for column in columns:
         x, p, f = (frame[c].to_numpy(dtype=float) for c in (column, "p", "f"))
@@ -79,8 +97,11 @@ def state_choice_study(frame: pd.DataFrame, num_resamples: int = 1000, seed: int
         boot = boot[np.isfinite(boot)]
         low, high = np.quantile(boot, [0.025, 0.975]).tolist() if boot.size else [float("nan")] * 2
         out[column.removeprefix("r_cf@")] = {
-            "partial_p_given_f": partial_correlation(x, p, f), "ci_low": low, "ci_high": high,
-            "pearson_p": pearson(x, p)}
+            "partial_p_given_f": partial_correlation(x, p, f),
+            "ci_low": low,
+            "ci_high": high,
+            "pearson_p": pearson(x, p),
+        }
     return out
 
 
@@ -94,20 +115,27 @@ def perturbation_study(frame: pd.DataFrame) -> pd.DataFrame:
     draws: dict[str, list[str]] = {}
     for column in frame.columns:
         if column.startswith("r_cf[") and "]#" in column:
-            draws.setdefault(column[5:column.rindex("]#")], []).append(column)
+            draws.setdefault(column[5 : column.rindex("]#")], []).append(column)
     rows = []
     for setting, columns in draws.items():
         partial = np.array([partial_correlation(frame[c], frame.p, frame.f) for c in columns])
         n, mean = len(partial), float(np.mean(partial))
         sd = float(np.std(partial, ddof=1)) if n > 1 else float("nan")
         half = float(stats.t.ppf(0.975, n - 1) * sd / np.sqrt(n)) if n > 1 else float("nan")
-        rows.append({"perturbation": setting, "draws": n, "partial_p_given_f": mean, "partial_sd": sd,
-                     "partial_ci_low": mean - half, "partial_ci_high": mean + half,
-                     "partial_min": float(partial.min()), "partial_max": float(partial.max()),
-                     "pearson_p": float(np.mean([pearson(frame[c], frame.p) for c in columns])),
-                     "pearson_f": float(np.mean([pearson(frame[c], frame.f) for c in columns])),
-                     "mean": float(np.mean([frame[c].mean() for c in columns])),
-                     "std": float(np.mean([frame[c].std() for c in columns]))})
+        rows.append(
+            {
+                "perturbation": setting,
+                "draws": n,
+                "partial_p_given_f": mean,
+                "partial_sd": sd,
+                "partial_ci_low": mean - half,
+                "partial_ci_high": mean + half,
+                "partial_min": float(partial.min()),
+                "partial_max": float(partial.max()),
+                "pearson_p": float(np.mean([pearson(frame[c], frame.p) for c in columns])),
+                "pearson_f": float(np.mean([pearson(frame[c], frame.f) for c in columns])),
+                "mean": float(np.mean([frame[c].mean() for c in columns])),
+                "std": float(np.mean([frame[c].std() for c in columns])),
+            }
+        )
     return pd.DataFrame(rows).sort_values("partial_p_given_f", ascending=False, na_position="last")
-
-

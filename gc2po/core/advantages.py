@@ -71,8 +71,12 @@ def group_normalised(
     total = all_index.numel()
     if total % group_size:
         raise ValueError(f"{total} completions do not split into groups of {group_size}")
-    if total and not torch.equal(torch.bincount(all_index.long(), minlength=total), torch.ones_like(all_index.long())):
-        raise ValueError("row_index must hold every position 0..N-1 of the generation batch exactly once")
+    if total and not torch.equal(
+        torch.bincount(all_index.long(), minlength=total), torch.ones_like(all_index.long())
+    ):
+        raise ValueError(
+            "row_index must hold every position 0..N-1 of the generation batch exactly once"
+        )
     ordered = torch.empty_like(all_values)
     ordered[all_index.long()] = all_values
     return estimator(ordered.view(-1, group_size, *values.shape[1:])).reshape(-1)[row_index.long()]
@@ -94,8 +98,9 @@ def truncated_mean(values: torch.Tensor, mask: torch.Tensor, trunc_frac: float) 
     return total / keep.sum(-1).clamp(min=1)
 
 
-def check_episode_inputs(r_out: torch.Tensor, episode_ids: torch.Tensor, r_cf: torch.Tensor,
-                         mask: torch.Tensor) -> tuple[int, int]:
+def check_episode_inputs(
+    r_out: torch.Tensor, episode_ids: torch.Tensor, r_cf: torch.Tensor, mask: torch.Tensor
+) -> tuple[int, int]:
     """(B, T) of r_out [B], episode_ids [B,T], r_cf [B,Lmax>=1], mask [B,T]; raises on a mismatch."""
     if episode_ids.ndim != 2:
         raise ValueError(f"episode_ids must have shape [B, T], got {list(episode_ids.shape)}")
@@ -175,8 +180,13 @@ def trajectory_token_rewards(
 
 
 def distribute_advantage(
-    seq_adv: torch.Tensor, token_reward: torch.Tensor, traj_score: torch.Tensor, mask: torch.Tensor,
-    *, adv_clip: float, eps: float = 1e-8,
+    seq_adv: torch.Tensor,
+    token_reward: torch.Tensor,
+    traj_score: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    adv_clip: float,
+    eps: float = 1e-8,
 ) -> torch.Tensor:
     """A_{k,t} = clamp(A^_k r_{k,t} / r~_k, -adv_clip, adv_clip), 0 where masked or where the
     trajectory is unscored; |r~_k| is raised to at least eps, keeping its sign (the sign of the
@@ -232,13 +242,21 @@ def gc2po_token_advantages(
         raise ValueError(f"adv_clip must be > 0, got {adv_clip!r}")
     mask = mask.bool()
     token_reward, traj_score = trajectory_token_rewards(
-        r_out, episode_ids, r_cf, old_logps, mask,
-        lambda_cf=lambda_cf, trunc_frac=trunc_frac, episode_weight_norm=episode_weight_norm,
+        r_out,
+        episode_ids,
+        r_cf,
+        old_logps,
+        mask,
+        lambda_cf=lambda_cf,
+        trunc_frac=trunc_frac,
+        episode_weight_norm=episode_weight_norm,
     )
     if row_index is None:
         row_index = torch.arange(traj_score.numel(), device=traj_score.device)
     seq_adv = group_normalised(traj_score, row_index, group_size, gather=gather)
-    adv = distribute_advantage(seq_adv, token_reward, traj_score, mask & (episode_ids >= 0), adv_clip=adv_clip)
+    adv = distribute_advantage(
+        seq_adv, token_reward, traj_score, mask & (episode_ids >= 0), adv_clip=adv_clip
+    )
     return GC2POAdvantages(adv, traj_score, seq_adv)
 
 
@@ -262,7 +280,9 @@ def grouped_token_advantages(
     num_groups, group_size, length = episode_ids.shape
     _check("r_out", r_out, (num_groups, group_size))
     if r_cf.ndim != 3 or r_cf.shape[:2] != (num_groups, group_size):
-        raise ValueError(f"r_cf must have shape [{num_groups}, {group_size}, Lmax], got {list(r_cf.shape)}")
+        raise ValueError(
+            f"r_cf must have shape [{num_groups}, {group_size}, Lmax], got {list(r_cf.shape)}"
+        )
     for name, tensor in (("old_logps", old_logps), ("mask", mask)):
         _check(name, tensor, (num_groups, group_size, length))
 
@@ -270,8 +290,16 @@ def grouped_token_advantages(
         return x.reshape(num_groups * group_size, *x.shape[2:])
 
     result = gc2po_token_advantages(
-        flat(r_out), flat(episode_ids), flat(r_cf), flat(old_logps), flat(mask), group_size=group_size,
-        lambda_cf=lambda_cf, trunc_frac=trunc_frac, adv_clip=adv_clip, episode_weight_norm=episode_weight_norm,
+        flat(r_out),
+        flat(episode_ids),
+        flat(r_cf),
+        flat(old_logps),
+        flat(mask),
+        group_size=group_size,
+        lambda_cf=lambda_cf,
+        trunc_frac=trunc_frac,
+        adv_clip=adv_clip,
+        episode_weight_norm=episode_weight_norm,
     )
     return result.token_advantages.view(num_groups, group_size, length)
 
@@ -295,7 +323,13 @@ def token_advantages(
     if r_cf.ndim != 2:
         raise ValueError(f"r_cf must have shape [K, Lmax], got {list(r_cf.shape)}")
     return grouped_token_advantages(
-        r_out.unsqueeze(0), episode_ids.unsqueeze(0), r_cf.unsqueeze(0), old_logps.unsqueeze(0),
-        mask.unsqueeze(0), lambda_cf=lambda_cf, trunc_frac=trunc_frac, adv_clip=adv_clip,
+        r_out.unsqueeze(0),
+        episode_ids.unsqueeze(0),
+        r_cf.unsqueeze(0),
+        old_logps.unsqueeze(0),
+        mask.unsqueeze(0),
+        lambda_cf=lambda_cf,
+        trunc_frac=trunc_frac,
+        adv_clip=adv_clip,
         episode_weight_norm=episode_weight_norm,
     ).squeeze(0)

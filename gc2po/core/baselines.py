@@ -16,12 +16,16 @@ from gc2po.core.advantages import STD_EPS, grpo_advantage
 
 
 # -- length penalty (BASELINES 6) ------------------------------------------------------------------
-def length_penalty_rewards(correct: torch.Tensor, lengths: torch.Tensor, alpha: float) -> torch.Tensor:
+def length_penalty_rewards(
+    correct: torch.Tensor, lengths: torch.Tensor, alpha: float
+) -> torch.Tensor:
     """r = 1{correct} * (1 - alpha * sigmoid((len - MEAN) / (STD + 1e-7))), MEAN/STD over the
     correct samples of the same prompt (population std); incorrect -> 0, unscored (non-finite)
     -> NaN. correct [G,K] (outcome rewards, > 0.5 = correct), lengths [G,K] -> [G,K]."""
     if correct.shape != lengths.shape or correct.ndim != 2:
-        raise ValueError(f"correct and lengths must both have shape [G, K], got {list(correct.shape)} and {list(lengths.shape)}")
+        raise ValueError(
+            f"correct and lengths must both have shape [G, K], got {list(correct.shape)} and {list(lengths.shape)}"
+        )
     if not 0 <= alpha <= 1:
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
     scored = torch.isfinite(correct)
@@ -35,7 +39,9 @@ def length_penalty_rewards(correct: torch.Tensor, lengths: torch.Tensor, alpha: 
     return torch.where(scored, shaped, torch.full_like(shaped, torch.nan))
 
 
-def length_penalty_advantages(correct: torch.Tensor, lengths: torch.Tensor, alpha: float) -> torch.Tensor:
+def length_penalty_advantages(
+    correct: torch.Tensor, lengths: torch.Tensor, alpha: float
+) -> torch.Tensor:
     """The length-penalised rewards under GRPO's estimator: [G,K], [G,K] -> [G,K]."""
     return grpo_advantage(length_penalty_rewards(correct, lengths, alpha))
 
@@ -66,7 +72,9 @@ def gvpo_loss(
         raise ValueError(f"gvpo beta must be > 0, got {beta!r}")
     all_groups, all_counts = torch.unique(group_ids, return_counts=True)
     if (all_counts < 2).any():
-        raise ValueError("gvpo_loss: every group needs >= 2 completions in the same loss computation")
+        raise ValueError(
+            "gvpo_loss: every group needs >= 2 completions in the same loss computation"
+        )
     if scored is not None:
         keep = scored.bool()
         if not keep.any():
@@ -76,10 +84,18 @@ def gvpo_loss(
     maskf = mask.to(logps.dtype)
     reward_model = beta * ((logps - old_logps) * maskf).sum(-1)  # [B]
     groups, inverse, counts = torch.unique(group_ids, return_inverse=True, return_counts=True)
-    group_sum = torch.zeros(len(groups), dtype=reward_model.dtype, device=logps.device).index_add(0, inverse, reward_model)
+    group_sum = torch.zeros(len(groups), dtype=reward_model.dtype, device=logps.device).index_add(
+        0, inverse, reward_model
+    )
     centered_model = reward_model - (group_sum / counts)[inverse]
-    per_sample = 0.5 * (centered_model - centered_rewards.to(logps.dtype)) ** 2 / (counts[inverse] - 1).clamp(min=1)
-    per_group = torch.zeros(len(groups), dtype=logps.dtype, device=logps.device).index_add(0, inverse, per_sample)
+    per_sample = (
+        0.5
+        * (centered_model - centered_rewards.to(logps.dtype)) ** 2
+        / (counts[inverse] - 1).clamp(min=1)
+    )
+    per_group = torch.zeros(len(groups), dtype=logps.dtype, device=logps.device).index_add(
+        0, inverse, per_sample
+    )
     return per_group.sum() / len(all_groups)  # groups with no scored row count, as zeros
 
 
@@ -117,11 +133,16 @@ def gvpo_on_policy_loss(
         raise ValueError(f"gvpo needs groups of >= 2 completions, got {group_size}")
     implicit = ((logps - old_logps) * mask.to(logps.dtype)).sum(-1)  # R_i / beta
     counts = scored_counts.to(logps.dtype)
-    weight = torch.where(counts >= 2, -beta * group_size / (counts - 1).clamp(min=1), torch.zeros_like(counts))
+    weight = torch.where(
+        counts >= 2, -beta * group_size / (counts - 1).clamp(min=1), torch.zeros_like(counts)
+    )
     return (weight * centered_rewards.to(logps.dtype) * implicit).mean()
 
+
 # -- MRT (BASELINES 5) -------------------------------------------------------------------------------
-def progress_rewards(success: torch.Tensor, num_boundaries: torch.Tensor, r_out: torch.Tensor, alpha: float) -> torch.Tensor:
+def progress_rewards(
+    success: torch.Tensor, num_boundaries: torch.Tensor, r_out: torch.Tensor, alpha: float
+) -> torch.Tensor:
     """MRT's dense rewards (BASELINES 5): for boundaries j = 0..L-1 with forced-answer success
     J_0..J_{L-1} (J_0 before any episode) and J_L := R_out,
 
@@ -132,14 +153,23 @@ def progress_rewards(success: torch.Tensor, num_boundaries: torch.Tensor, r_out:
     """
     batch, slots = success.shape
     j = torch.arange(slots, device=success.device).expand(batch, slots)
-    levels = torch.where(j < num_boundaries.unsqueeze(-1), success, r_out.unsqueeze(-1).to(success.dtype))
-    levels = torch.cat([levels, r_out.unsqueeze(-1).to(success.dtype)], dim=-1)  # J_0..J_S with J_L.. = R_out
+    levels = torch.where(
+        j < num_boundaries.unsqueeze(-1), success, r_out.unsqueeze(-1).to(success.dtype)
+    )
+    levels = torch.cat(
+        [levels, r_out.unsqueeze(-1).to(success.dtype)], dim=-1
+    )  # J_0..J_S with J_L.. = R_out
     steps = alpha * (levels[:, 1:] - levels[:, :-1])
     return torch.where(j < num_boundaries.unsqueeze(-1), steps, torch.zeros_like(steps))
 
 
-def reward_to_go_advantages(step_rewards: torch.Tensor, step_ends: torch.Tensor, step_mask: torch.Tensor,
-                            token_mask: torch.Tensor, eps: float = STD_EPS) -> torch.Tensor:
+def reward_to_go_advantages(
+    step_rewards: torch.Tensor,
+    step_ends: torch.Tensor,
+    step_mask: torch.Tensor,
+    token_mask: torch.Tensor,
+    eps: float = STD_EPS,
+) -> torch.Tensor:
     """GRPO process supervision (BASELINES 1) for one group of K completions: step rewards are
     normalised over all valid steps of the group, and A_{i,t} = sum of the normalised rewards
     of the steps of o_i that end at or after t.
@@ -156,9 +186,17 @@ def reward_to_go_advantages(step_rewards: torch.Tensor, step_ends: torch.Tensor,
     adv = (counts.to(normalised.dtype) * normalised.unsqueeze(1)).sum(-1)
     return torch.where(token_mask.bool(), adv, torch.zeros_like(adv)).float()
 
-def mrt_token_advantages(success: torch.Tensor, num_episodes: torch.Tensor, step_ends: torch.Tensor,
-                         r_out: torch.Tensor, token_mask: torch.Tensor, *, group_size: int,
-                         alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+
+def mrt_token_advantages(
+    success: torch.Tensor,
+    num_episodes: torch.Tensor,
+    step_ends: torch.Tensor,
+    r_out: torch.Tensor,
+    token_mask: torch.Tensor,
+    *,
+    group_size: int,
+    alpha: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """MRT's token advantages for whole groups on one process: progress rewards at each
     episode's last token, the outcome reward added at the last episode, then GRPO's process-
     supervision reward-to-go per group.
@@ -184,22 +222,36 @@ def mrt_token_advantages(success: torch.Tensor, num_episodes: torch.Tensor, step
 
 
 # -- GCPO (BASELINES 4) ----------------------------------------------------------------------------
-def gcpo_upsilon(z: torch.Tensor, z_context: torch.Tensor, z_context_alt: torch.Tensor, alpha: float) -> torch.Tensor:
+def gcpo_upsilon(
+    z: torch.Tensor, z_context: torch.Tensor, z_context_alt: torch.Tensor, alpha: float
+) -> torch.Tensor:
     """GCPO's causal weight (BASELINES 4) for one group: z, z_context, z_context_alt [K, d] ->
     Upsilon [K] = alpha * cos(z_i, Zbar_i - Zbar'_i + zbar), zbar = mean_i z_i."""
     direction = z_context - z_context_alt + z.mean(0, keepdim=True)
-    return alpha * torch.nn.functional.cosine_similarity(z.float(), direction.float(), dim=-1, eps=1e-8)
+    return alpha * torch.nn.functional.cosine_similarity(
+        z.float(), direction.float(), dim=-1, eps=1e-8
+    )
 
 
-def gcpo_reference_logps(context_logps: torch.Tensor, context_alt_logps: torch.Tensor, plain_logps: torch.Tensor,
-                         min_prob: float = 1e-6) -> torch.Tensor:
+def gcpo_reference_logps(
+    context_logps: torch.Tensor,
+    context_alt_logps: torch.Tensor,
+    plain_logps: torch.Tensor,
+    min_prob: float = 1e-6,
+) -> torch.Tensor:
     """log pi'_ref = log clamp(pi(y|x_i) - Phi + pi(y|q), min_prob, 1) with Phi = pi(y|x_i with the
     alternative integrated output); the clamp keeps k3 defined (pi'_ref is not a probability)."""
     prob = context_logps.exp() - context_alt_logps.exp() + plain_logps.exp()
     return prob.clamp(min_prob, 1.0).log()
 
-def gcpo_advantages(rewards: torch.Tensor, z: torch.Tensor, z_context: torch.Tensor, z_context_alt: torch.Tensor,
-                    alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+
+def gcpo_advantages(
+    rewards: torch.Tensor,
+    z: torch.Tensor,
+    z_context: torch.Tensor,
+    z_context_alt: torch.Tensor,
+    alpha: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """B_i = A_i * Upsilon_i for one group: rewards [K], states [K, d] -> (advantages [K], Upsilon [K])."""
     upsilon = gcpo_upsilon(z, z_context, z_context_alt, alpha)
     return grpo_advantage(rewards.unsqueeze(0)).squeeze(0) * upsilon.to(rewards.dtype), upsilon
@@ -220,8 +272,9 @@ def rest_value_targets(signs: list[int], min_steps: list[int]) -> list[float]:
     return values
 
 
-def label_rollout_steps(num_steps: int, correct: bool, branch_step: int,
-                        branches: list[tuple[bool, int]]) -> tuple[list[int], list[int]]:
+def label_rollout_steps(
+    num_steps: int, correct: bool, branch_step: int, branches: list[tuple[bool, int]]
+) -> tuple[list[int], list[int]]:
     """(s_k, m_k) for the steps k = 1..num_steps of a rollout with branches after step
     ``branch_step`` (each branch: (verified correct, its number of steps)).
 
@@ -246,12 +299,16 @@ def label_rollout_steps(num_steps: int, correct: bool, branch_step: int,
     return signs, min_steps
 
 
-def rest_selection(r_out: torch.Tensor, min_value: torch.Tensor, group_size: int, threshold: float) -> torch.Tensor:
+def rest_selection(
+    r_out: torch.Tensor, min_value: torch.Tensor, group_size: int, threshold: float
+) -> torch.Tensor:
     """Rollouts cloned by ReST-MCTS*-lite: verified correct with minimum predicted step value
     >= ``threshold``, else the best correct rollout of the prompt. r_out [B] (> 0.5 = correct),
     min_value [B] -> 1{selected} [B] (whole groups on one process)."""
     if r_out.shape[0] % group_size:
-        raise ValueError(f"rest_mcts needs whole groups on each process ({r_out.shape[0]} rows, K={group_size})")
+        raise ValueError(
+            f"rest_mcts needs whole groups on each process ({r_out.shape[0]} rows, K={group_size})"
+        )
     correct = (torch.nan_to_num(r_out) > 0.5).view(-1, group_size)
     values = min_value.view(-1, group_size)
     chosen = correct & (values >= threshold)

@@ -55,7 +55,9 @@ def register_perturbation(name: str, *, param: str, bounds: tuple[float, float],
 def gaussian(samples, u, group_index, generator, *, sigma: float):
     """u + sigma * (||u|| / sqrt(d)) * eps, eps ~ N(0, I): noise relative to the state's norm."""
     scale = samples.norm(dim=-1, keepdim=True) / math.sqrt(samples.shape[-1])
-    noise = torch.randn(samples.shape, generator=generator, dtype=samples.dtype, device=samples.device)
+    noise = torch.randn(
+        samples.shape, generator=generator, dtype=samples.dtype, device=samples.device
+    )
     return samples + sigma * scale * noise
 
 
@@ -79,7 +81,9 @@ def group_mix(samples, u, group_index, generator, *, alpha: float):
     same_group.fill_diagonal_(False)
     has_sibling = same_group.any(dim=1)
     # uniform draw among siblings: random scores, -1 where not a sibling, argmax
-    scores = torch.rand((num_samples, num_episodes, num_episodes), generator=generator, device=u.device)
+    scores = torch.rand(
+        (num_samples, num_episodes, num_episodes), generator=generator, device=u.device
+    )
     scores = scores.masked_fill(~same_group, -1.0)
     partner = scores.argmax(dim=-1)  # [M, E]
     mixed = (1 - alpha) * samples + alpha * u[partner]
@@ -104,7 +108,9 @@ def build_perturbation(spec: PerturbationSpec) -> list[tuple[PerturbationOp, dic
         entry = PERTURBATIONS.get(params.pop("name", None))
         for key in params:
             if key != entry.param:
-                raise ValueError(f"perturbation {entry.name!r}: unknown parameter {key!r}; valid: [{entry.param!r}]")
+                raise ValueError(
+                    f"perturbation {entry.name!r}: unknown parameter {key!r}; valid: [{entry.param!r}]"
+                )
         value = params.get(entry.param, entry.default)
         low, high = entry.bounds
         if isinstance(value, bool) or not (isinstance(value, int | float) and low <= value <= high):
@@ -177,8 +183,9 @@ class CounterfactualParams:
         if not (self.cf_eps_u > 0 and math.isfinite(self.cf_eps_u)):  # 0 makes S_exp 0/0 at u = 0
             raise ValueError(f"cf_eps_u must be a finite number > 0, got {self.cf_eps_u!r}")
         if self.answer_space not in ANSWER_SPACES:
-            raise ValueError(f"answer_space must be one of {list(ANSWER_SPACES)}, "
-                             f"got {self.answer_space!r}")
+            raise ValueError(
+                f"answer_space must be one of {list(ANSWER_SPACES)}, got {self.answer_space!r}"
+            )
         k = self.answer_topk
         if self.answer_space == "topk" and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ValueError(f"answer_topk must be an int >= 1, got {k!r}")
@@ -239,8 +246,9 @@ def counterfactual_reward(
     samples = params.num_perturbations
 
     # perturb all states at once (group_mix needs the siblings), then score in chunks
-    perturbed = perturb(u, params.perturbation, samples, generator=generator,
-                        group_index=group_index)
+    perturbed = perturb(
+        u, params.perturbation, samples, generator=generator, group_index=group_index
+    )
     norms = u.double().pow(2).sum(-1) + params.cf_eps_u
     s_exp = (perturbed.double().pow(2).sum(-1) / norms).mean(0).float()
 

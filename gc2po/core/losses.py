@@ -47,11 +47,19 @@ def clipped_token_loss(
         raise ValueError(f"logps must have shape [B, T], got {list(logps.shape)}")
     for name, tensor in (("old_logps", old_logps), ("mask", mask)):
         if tensor.shape != logps.shape:
-            raise ValueError(f"{name} must have shape {list(logps.shape)} (as logps), got {list(tensor.shape)}")
+            raise ValueError(
+                f"{name} must have shape {list(logps.shape)} (as logps), got {list(tensor.shape)}"
+            )
     if advantages.ndim == 1:
         advantages = advantages.unsqueeze(-1)
-    if advantages.ndim != 2 or advantages.shape[0] != logps.shape[0] or advantages.shape[1] not in (1, logps.shape[1]):
-        raise ValueError(f"advantages must have shape [B, T], [B, 1] or [B] with B={logps.shape[0]}, got {list(advantages.shape)}")
+    if (
+        advantages.ndim != 2
+        or advantages.shape[0] != logps.shape[0]
+        or advantages.shape[1] not in (1, logps.shape[1])
+    ):
+        raise ValueError(
+            f"advantages must have shape [B, T], [B, 1] or [B] with B={logps.shape[0]}, got {list(advantages.shape)}"
+        )
     if not clip_eps > 0:
         raise ValueError(f"clip_eps must be > 0, got {clip_eps!r}")
     if clip_eps_high is not None and not clip_eps_high > 0:
@@ -61,7 +69,9 @@ def clipped_token_loss(
     if beta_kl > 0 and ref_logps is None:
         raise ValueError("ref_logps is required when beta_kl > 0")
     if ref_logps is not None and ref_logps.shape != logps.shape:
-        raise ValueError(f"ref_logps must have shape {list(logps.shape)} (as logps), got {list(ref_logps.shape)}")
+        raise ValueError(
+            f"ref_logps must have shape {list(logps.shape)} (as logps), got {list(ref_logps.shape)}"
+        )
 
     maskf = mask.to(logps.dtype)
     high = clip_eps if clip_eps_high is None else clip_eps_high

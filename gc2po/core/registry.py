@@ -29,8 +29,10 @@ class Registry(Generic[T]):
 
     def add(self, name: str, entry: T, site: str) -> T:
         if name in self._entries:
-            raise ValueError(f"{self.kind} {name!r} is registered twice: first at {self._sites[name]}, "
-                             f"again at {site}")
+            raise ValueError(
+                f"{self.kind} {name!r} is registered twice: first at {self._sites[name]}, "
+                f"again at {site}"
+            )
         self._entries[name] = entry
         self._sites[name] = site
         return entry
@@ -38,7 +40,9 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The entry called ``name``; a ValueError lists the valid names."""
         if name not in self._entries:
-            raise ValueError(f"{self.kind}: unknown name {name!r}; valid choices: {sorted(self._entries)}")
+            raise ValueError(
+                f"{self.kind}: unknown name {name!r}; valid choices: {sorted(self._entries)}"
+            )
         return self._entries[name]
 
     def site(self, name: str) -> str:

@@ -34,6 +34,7 @@ Row = dict[str, Any]
 @dataclass(frozen=True)
 class Benchmark:
     """A benchmark or training set, known everywhere once registered (README: Add a benchmark)."""
+
     name: str
     hub_id: str
     split: str
@@ -66,15 +67,26 @@ def _number(value: Any) -> str:
 
 
 # meta key -> the column names it has in the mirrors and on the Hub (gneubig/aime-1983-2024: Year, ...)
-META_FIELDS = {"year": ("year", "Year"), "problem_number": ("problem_number", "Problem Number"),
-               "aime_number": ("aime_number",), "part": ("part", "Part"), "url": ("url",), "level": ("level",),
-               "subject": ("subject",), "type": ("type",)}
+META_FIELDS = {
+    "year": ("year", "Year"),
+    "problem_number": ("problem_number", "Problem Number"),
+    "aime_number": ("aime_number",),
+    "part": ("part", "Part"),
+    "url": ("url",),
+    "level": ("level",),
+    "subject": ("subject",),
+    "type": ("type",),
+}
 
 
 def parse_math(row: Row, index: int) -> tuple[str, str, dict]:
     question = _first(row, "problem", "question", "Problem", "Question")
     answer = _first(row, "answer", "Answer", "final_answer")
-    meta = {key: value for key, names in META_FIELDS.items() if (value := _first(row, *names)) is not None}
+    meta = {
+        key: value
+        for key, names in META_FIELDS.items()
+        if (value := _first(row, *names)) is not None
+    }
     if answer is None and _first(row, "solution") is not None:
         # Qwen2.5-Math's evaluation files (e.g. minerva_math/test.jsonl): the answer is boxed in the solution
         answer = last_boxed(str(row["solution"]))
@@ -121,7 +133,11 @@ def parse_gsmplus(row: Row, index: int) -> tuple[str, str, dict]:
 def parse_csqa(row: Row, index: int) -> tuple[str, str, dict]:
     q = row.get("question")
     if isinstance(q, dict):  # original format: question.stem, question.choices[label, text]
-        stem, labels, texts = q.get("stem"), [c["label"] for c in q["choices"]], [c["text"] for c in q["choices"]]
+        stem, labels, texts = (
+            q.get("stem"),
+            [c["label"] for c in q["choices"]],
+            [c["text"] for c in q["choices"]],
+        )
     else:  # Hub (tau/commonsense_qa): question, choices{label, text}
         stem, labels, texts = q, list(row["choices"]["label"]), list(row["choices"]["text"])
     options = "\n".join(f"({label}) {text}" for label, text in zip(labels, texts))
@@ -136,16 +152,28 @@ def parse_folio(row: Row, index: int) -> tuple[str, str, dict]:
     if isinstance(premises, list):
         premises = "\n".join(premises)
     conclusion = row.get("conclusion")
-    question = (f"Premises:\n{premises}\nConclusion: {conclusion}\n"
-                "Is the conclusion True, False, or Uncertain given the premises?") if premises and conclusion else None
+    question = (
+        (
+            f"Premises:\n{premises}\nConclusion: {conclusion}\n"
+            "Is the conclusion True, False, or Uncertain given the premises?"
+        )
+        if premises and conclusion
+        else None
+    )
     return question, _first(row, "label"), {}
 
 
 def parse_humaneval(row: Row, index: int) -> tuple[str, str, dict]:
     prompt = row.get("prompt")
-    meta = {"test": row.get("test"), "entry_point": row.get("entry_point"), "prompt": prompt,
-            "canonical_solution": row.get("canonical_solution")}
-    question = f"Complete the following Python function.\n```python\n{prompt}```" if prompt else None
+    meta = {
+        "test": row.get("test"),
+        "entry_point": row.get("entry_point"),
+        "prompt": prompt,
+        "canonical_solution": row.get("canonical_solution"),
+    }
+    question = (
+        f"Complete the following Python function.\n```python\n{prompt}```" if prompt else None
+    )
     # the answer of a code task is its test program; graded by execution
     return question, row.get("test"), meta
 
@@ -188,19 +216,50 @@ for _benchmark in [
     Benchmark("minerva", "math-ai/minervamath", "test", parse_minerva, "MinervaMATH"),
     Benchmark("gsm8k", "openai/gsm8k", "test", parse_gsm8k, "GSM8K", hub_config="main"),
     Benchmark("gsmplus", "qintongli/GSM-Plus", "testmini", parse_gsmplus, "GSM-Plus"),
-    Benchmark("humaneval", "openai/openai_humaneval", "test", parse_humaneval, "HumanEval",
-              grader="code", answer_format="code"),
-    Benchmark("commonsenseqa", "tau/commonsense_qa", "validation", parse_csqa, "CommonsenseQA",
-              grader="choice", answer_format="choice"),
-    Benchmark("folio", "yale-nlp/FOLIO", "validation", parse_folio, "FOLIO", grader="label",
-              answer_format="label"),
+    Benchmark(
+        "humaneval",
+        "openai/openai_humaneval",
+        "test",
+        parse_humaneval,
+        "HumanEval",
+        grader="code",
+        answer_format="code",
+    ),
+    Benchmark(
+        "commonsenseqa",
+        "tau/commonsense_qa",
+        "validation",
+        parse_csqa,
+        "CommonsenseQA",
+        grader="choice",
+        answer_format="choice",
+    ),
+    Benchmark(
+        "folio",
+        "yale-nlp/FOLIO",
+        "validation",
+        parse_folio,
+        "FOLIO",
+        grader="label",
+        answer_format="label",
+    ),
     # training sets
-    Benchmark("aime_train", "gneubig/aime-1983-2024", "train", parse_math,
-              notes="AIME 1983-2023; the paper's 919-problem subset is not pinned down: select by years/limit"),
-    Benchmark("numinamath", "AI-MO/NuminaMath-CoT", "train", parse_numina,
-              notes="answer = last \\boxed{} of the solution; the paper uses a seeded random 4,000-problem subset",
-              defaults={"skip_unanswerable": True},
-              columns=("problem", "instruction", "question", "solution", "response", "source")),  # not ``messages``
+    Benchmark(
+        "aime_train",
+        "gneubig/aime-1983-2024",
+        "train",
+        parse_math,
+        notes="AIME 1983-2023; the paper's 919-problem subset is not pinned down: select by years/limit",
+    ),
+    Benchmark(
+        "numinamath",
+        "AI-MO/NuminaMath-CoT",
+        "train",
+        parse_numina,
+        notes="answer = last \\boxed{} of the solution; the paper uses a seeded random 4,000-problem subset",
+        defaults={"skip_unanswerable": True},
+        columns=("problem", "instruction", "question", "solution", "response", "source"),
+    ),  # not ``messages``
 ]:
     register(_benchmark)
 
@@ -211,8 +270,15 @@ class IndexedRow(NamedTuple):
     year: Any
 
 
-def _index_rows(spec: Benchmark, source, columns, where: str, skipped: list[int] | None,
-                exclude: Callable[[str], bool] | None, excluded: list[int] | None) -> list[IndexedRow]:
+def _index_rows(
+    spec: Benchmark,
+    source,
+    columns,
+    where: str,
+    skipped: list[int] | None,
+    exclude: Callable[[str], bool] | None,
+    excluded: list[int] | None,
+) -> list[IndexedRow]:
     """Validate every row a batch at a time, keeping only what selection needs (position, id,
     year); rows are parsed again when the chosen ones are materialised."""
     kept, position = [], 0
@@ -237,11 +303,15 @@ def _parse_checked(spec: Benchmark, row, index: int, where: str):
         raise ValueError(f"{where}: row {index + 1}: expected an object, got {type(row).__name__}")
     question, answer, meta = spec.parse(row, index)
     if not question or not str(question).strip():
-        raise ValueError(f"{where}: row {index + 1}: no question (looked for the {spec.name} question fields)")
+        raise ValueError(
+            f"{where}: row {index + 1}: no question (looked for the {spec.name} question fields)"
+        )
     if answer is None or not str(answer).strip():
         if spec.defaults.get("skip_unanswerable"):
             return question, None, meta
-        raise ValueError(f"{where}: row {index + 1}: no answer (looked for the {spec.name} answer fields)")
+        raise ValueError(
+            f"{where}: row {index + 1}: no answer (looked for the {spec.name} answer fields)"
+        )
     return question, answer, meta
 
 
@@ -267,9 +337,17 @@ def _choose(index: list[IndexedRow], years, limit, seed, where: str) -> list[int
     return positions
 
 
-def load_benchmark(name: str, path: str | Path | None = None, *, years: tuple[int, int] | None = None,
-                   limit: int | None = None, seed: int = 0, skipped: list[int] | None = None,
-                   exclude: Callable[[str], bool] | None = None, excluded: list[int] | None = None) -> list[dict]:
+def load_benchmark(
+    name: str,
+    path: str | Path | None = None,
+    *,
+    years: tuple[int, int] | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    skipped: list[int] | None = None,
+    exclude: Callable[[str], bool] | None = None,
+    excluded: list[int] | None = None,
+) -> list[dict]:
     """Normalised records of benchmark ``name`` from the Hub (``path=None``) or a local mirror.
 
     ``years`` keeps rows whose ``year`` (``Year`` on the Hub) lies in the closed range (every row
@@ -284,8 +362,14 @@ def load_benchmark(name: str, path: str | Path | None = None, *, years: tuple[in
         raise ValueError(f"unknown benchmark {name!r}; valid: {sorted(BENCHMARKS)}")
     spec = BENCHMARKS[name]
     where = str(path) if path is not None else f"hub:{spec.hub_id}"
-    source = open_local(Path(path)) if path is not None else open_hub(spec.hub_id, spec.hub_config, spec.split)
-    columns = None if spec.columns is None else (*spec.columns, *spec.id_fields, *META_FIELDS["year"])
+    source = (
+        open_local(Path(path))
+        if path is not None
+        else open_hub(spec.hub_id, spec.hub_config, spec.split)
+    )
+    columns = (
+        None if spec.columns is None else (*spec.columns, *spec.id_fields, *META_FIELDS["year"])
+    )
     index = _index_rows(spec, source, columns, where, skipped, exclude, excluded)
     ids = _record_ids(name, index)
     chosen = _choose(index, years, limit, seed, where)
@@ -294,7 +378,13 @@ def load_benchmark(name: str, path: str | Path | None = None, *, years: tuple[in
     for position, row in zip(chosen, rows):
         question, answer, meta = spec.parse(row, index[position].row)
         meta = {"grader": spec.grader, "answer_format": spec.answer_format, **meta}
-        records.append({"id": ids[position], "source": name, "question": str(question), "answer": str(answer),
-                        "meta": meta})
+        records.append(
+            {
+                "id": ids[position],
+                "source": name,
+                "question": str(question),
+                "answer": str(answer),
+                "meta": meta,
+            }
+        )
     return records
-

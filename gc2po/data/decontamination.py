@@ -26,7 +26,9 @@ from pathlib import Path
 NGRAM = 13
 ASY_BLOCK = re.compile(r"\[asy\].*?(?:\[/asy\]|$)", re.DOTALL | re.IGNORECASE)
 # LaTeX layout commands carry no content; others stay as words (\\frac 2 3 is not \\log_2 3)
-LAYOUT_COMMAND = re.compile(r"\\(?:left|right|displaystyle|textstyle|mathrm|text|quad|qquad|[,;:! ])(?![A-Za-z])")
+LAYOUT_COMMAND = re.compile(
+    r"\\(?:left|right|displaystyle|textstyle|mathrm|text|quad|qquad|[,;:! ])(?![A-Za-z])"
+)
 FRACTION_VARIANT = re.compile(r"\\[dt]frac(?![A-Za-z])")
 THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}\b)|\{,\}")
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -49,7 +51,7 @@ def stated_numbers(text: str) -> tuple[float, ...]:
 
 
 def _ngrams(words: list[str], n: int) -> set[tuple[str, ...]]:
-    return {tuple(words[i: i + n]) for i in range(len(words) - n + 1)}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 class OverlapIndex:
@@ -84,10 +86,14 @@ class OverlapIndex:
         return [{"eval_dataset": d, "eval_id": i, "reason": r} for (d, i), r in found.items()]
 
 
-def find_overlaps(training: dict[str, list[dict]], evaluation: dict[str, list[dict]], n: int = NGRAM) -> list[dict]:
+def find_overlaps(
+    training: dict[str, list[dict]], evaluation: dict[str, list[dict]], n: int = NGRAM
+) -> list[dict]:
     """Every (training record, evaluation record) pair that overlaps; records are the loaders'
     ``{id, question, ...}`` dicts keyed by dataset."""
-    index = OverlapIndex(((name, r["id"], r["question"]) for name, records in evaluation.items() for r in records), n)
+    index = OverlapIndex(
+        ((name, r["id"], r["question"]) for name, records in evaluation.items() for r in records), n
+    )
     overlaps = []
     for name, records in training.items():
         for record in records:
@@ -96,18 +102,27 @@ def find_overlaps(training: dict[str, list[dict]], evaluation: dict[str, list[di
     return overlaps
 
 
-def decontamination_report(training: dict[str, list[dict]], evaluation: dict[str, list[dict]], n: int = NGRAM) -> dict:
+def decontamination_report(
+    training: dict[str, list[dict]], evaluation: dict[str, list[dict]], n: int = NGRAM
+) -> dict:
     """What the workflow writes next to the data: sizes, method, and every overlap found."""
     overlaps = find_overlaps(training, evaluation, n)
-    return {"ngram": n, "rule": "equal normalised text, or a shared n-word run and the same stated numbers",
-            "training": {k: len(v) for k, v in training.items()}, "evaluation": {k: len(v) for k, v in evaluation.items()},
-            "overlaps": overlaps, "passed": not overlaps}
+    return {
+        "ngram": n,
+        "rule": "equal normalised text, or a shared n-word run and the same stated numbers",
+        "training": {k: len(v) for k, v in training.items()},
+        "evaluation": {k: len(v) for k, v in evaluation.items()},
+        "overlaps": overlaps,
+        "passed": not overlaps,
+    }
 
 
 def overlap_message(report: dict, limit: int = 50) -> str:
     """A failure message naming both ids of each overlap."""
-    lines = [f"{o['train_dataset']}:{o['train_id']} overlaps {o['eval_dataset']}:{o['eval_id']} ({o['reason']})"
-             for o in report["overlaps"][:limit]]
+    lines = [
+        f"{o['train_dataset']}:{o['train_id']} overlaps {o['eval_dataset']}:{o['eval_id']} ({o['reason']})"
+        for o in report["overlaps"][:limit]
+    ]
     more = len(report["overlaps"]) - limit
     return "\n".join(lines + ([f"... and {more} more (see the report)"] if more > 0 else []))
 
@@ -123,18 +138,27 @@ def read_question_records(path: str | Path) -> list[dict]:
     return [{"id": row["id"], "question": row["question"]} for row in rows]
 
 
-def check_files(training: dict[str, str | Path], evaluation: dict[str, str | Path], out_path: str | Path,
-                n: int = NGRAM) -> dict:
+def check_files(
+    training: dict[str, str | Path],
+    evaluation: dict[str, str | Path],
+    out_path: str | Path,
+    n: int = NGRAM,
+) -> dict:
     """Check the data files and write the report to ``out_path``; on any overlap write it to
     ``<out>.failed.json`` instead (kept for inspection) and raise, naming both ids of each."""
-    report = decontamination_report({k: read_question_records(p) for k, p in training.items()},
-                                    {k: read_question_records(p) for k, p in evaluation.items()}, n)
+    report = decontamination_report(
+        {k: read_question_records(p) for k, p in training.items()},
+        {k: read_question_records(p) for k, p in evaluation.items()},
+        n,
+    )
     out_path = Path(out_path)
     target = out_path if report["passed"] else out_path.with_suffix(".failed.json")
     target.write_text(json.dumps(report, indent=1))
     if not report["passed"]:
-        raise ValueError(f"train/test overlap ({len(report['overlaps'])} pairs; report: {target}):\n"
-                         + overlap_message(report))
+        raise ValueError(
+            f"train/test overlap ({len(report['overlaps'])} pairs; report: {target}):\n"
+            + overlap_message(report)
+        )
     return report
 
 
@@ -142,7 +166,9 @@ def overlap_excluder(evaluation: dict[str, list[dict]], dropped: list[dict], n: 
     """A predicate for ``load_benchmark(exclude=...)``: True for a training question that overlaps
     an evaluation record; the matches of each such question are appended to ``dropped`` (in the
     order of ``load_benchmark``'s ``excluded`` row numbers)."""
-    index = OverlapIndex(((name, r["id"], r["question"]) for name, records in evaluation.items() for r in records), n)
+    index = OverlapIndex(
+        ((name, r["id"], r["question"]) for name, records in evaluation.items() for r in records), n
+    )
 
     def exclude(question: str) -> bool:
         matches = index.matches(question)

@@ -7,8 +7,14 @@ import json
 from pathlib import Path
 
 
-def write_normalised(records: list[dict], out_path: str | Path, *, source: str, seed: int | None = None,
-                     extra: dict | None = None) -> dict:
+def write_normalised(
+    records: list[dict],
+    out_path: str | Path,
+    *,
+    source: str,
+    seed: int | None = None,
+    extra: dict | None = None,
+) -> dict:
     """Write records as JSONL and ``<out>.manifest.json`` (source, count, sha256, seed, ids, and
     ``extra`` fields such as the rows dropped as overlapping an evaluation set).
 
@@ -17,8 +23,14 @@ def write_normalised(records: list[dict], out_path: str | Path, *, source: str, 
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    manifest = {"source": source, "count": len(records), "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                "seed": seed, "ids": [r["id"] for r in records], **(extra or {})}
+    manifest = {
+        "source": source,
+        "count": len(records),
+        "sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "seed": seed,
+        "ids": [r["id"] for r in records],
+        **(extra or {}),
+    }
     manifest_path = Path(str(out_path) + ".manifest.json")
     tmp, tmp_manifest = out_path.with_suffix(".tmp"), manifest_path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")

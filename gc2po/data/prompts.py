@@ -19,11 +19,19 @@ ANSWER_FORMATS = {
 TESTBED_INSTRUCTION = "Solve with <episode_i> steps, answer in \\boxed{}."
 
 
-def build_messages(question: str, answer_format: str = "math", *, instruction: str | None = None) -> list[dict]:
+def build_messages(
+    question: str, answer_format: str = "math", *, instruction: str | None = None
+) -> list[dict]:
     """Chat messages for one problem: the question followed by the episode instruction."""
     if answer_format not in ANSWER_FORMATS and instruction is None:
-        raise ValueError(f"answer_format must be one of {sorted(ANSWER_FORMATS)}, got {answer_format!r}")
-    text = instruction if instruction is not None else EPISODE_INSTRUCTION + ANSWER_FORMATS[answer_format]
+        raise ValueError(
+            f"answer_format must be one of {sorted(ANSWER_FORMATS)}, got {answer_format!r}"
+        )
+    text = (
+        instruction
+        if instruction is not None
+        else EPISODE_INSTRUCTION + ANSWER_FORMATS[answer_format]
+    )
     return [{"role": "user", "content": f"{question}\n{text}"}]
 
 

@@ -35,7 +35,10 @@ class ListSource:
 
     def batches(self, columns=None) -> Iterator[list]:
         for lo in range(0, len(self.rows), BATCH_ROWS):
-            yield [_only(r, columns) if isinstance(r, dict) else r for r in self.rows[lo: lo + BATCH_ROWS]]
+            yield [
+                _only(r, columns) if isinstance(r, dict) else r
+                for r in self.rows[lo : lo + BATCH_ROWS]
+            ]
 
     def take(self, indices: Sequence[int], columns=None) -> list:
         return [_only(self.rows[i], columns) for i in indices]
@@ -52,7 +55,9 @@ class ParquetSource:
         self.file = pq.ParquetFile(path)
         self.group_starts = [0]
         for g in range(self.file.num_row_groups):
-            self.group_starts.append(self.group_starts[-1] + self.file.metadata.row_group(g).num_rows)
+            self.group_starts.append(
+                self.group_starts[-1] + self.file.metadata.row_group(g).num_rows
+            )
 
     def __len__(self) -> int:
         return self.group_starts[-1]
@@ -71,7 +76,9 @@ class ParquetSource:
         rows, cursor = {}, 0
         for group in groups:  # stream the row groups that hold a wanted row, a batch at a time
             position = self.group_starts[group]
-            for batch in self.file.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=self._columns(columns)):
+            for batch in self.file.iter_batches(
+                batch_size=BATCH_ROWS, row_groups=[group], columns=self._columns(columns)
+            ):
                 end = position + batch.num_rows
                 local = []
                 while cursor < len(wanted) and wanted[cursor] < end:
@@ -161,7 +168,9 @@ def open_local(path: Path):
             from datasets import load_from_disk
 
             return DatasetSource(load_from_disk(str(path)))
-        files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl", ".parquet", ".gz"))
+        files = sorted(
+            p for p in path.iterdir() if p.suffix in (".json", ".jsonl", ".parquet", ".gz")
+        )
         if not files:
             raise ValueError(f"{path}: no .json, .jsonl, .jsonl.gz or .parquet file in this folder")
         return ConcatSource([open_local(f) for f in files])

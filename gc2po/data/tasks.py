@@ -20,6 +20,8 @@ def check_task(value, where: str) -> str:
     if value in TASKS:
         return value
     if isinstance(value, str) and value in OLD_SPELLINGS:
-        raise ValueError(f"{where}: {value!r} is now spelled {OLD_SPELLINGS[value]!r}: "
-                         f"set it to {OLD_SPELLINGS[value]}")
+        raise ValueError(
+            f"{where}: {value!r} is now spelled {OLD_SPELLINGS[value]!r}: "
+            f"set it to {OLD_SPELLINGS[value]}"
+        )
     raise ValueError(f"{where}: must be one of {list(TASKS)}, got {value!r}")

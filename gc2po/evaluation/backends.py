@@ -45,7 +45,9 @@ def render_prompts(tokenizer, prompts: Sequence[list[dict] | str]) -> list[str]:
     """Chat messages -> prompt strings through the tokenizer's chat template (text already in
     the model's format passes through)."""
     return [
-        p if isinstance(p, str) else tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
+        p
+        if isinstance(p, str)
+        else tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
         for p in prompts
     ]
 
@@ -62,20 +64,24 @@ def prompt_token_ids(tokenizer, prompts: Sequence[list[dict] | str]) -> list[lis
         if isinstance(prompt, str):
             ids.append(list(tokenizer(prompt, add_special_tokens=False)["input_ids"]))
         else:
-            encoded = tokenizer.apply_chat_template(prompt, tokenize=True, add_generation_prompt=True, return_dict=True)
+            encoded = tokenizer.apply_chat_template(
+                prompt, tokenize=True, add_generation_prompt=True, return_dict=True
+            )
             ids.append(list(encoded["input_ids"]))
     return ids
 
 
-def left_padded(ids: Sequence[Sequence[int]], pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def left_padded(
+    ids: Sequence[Sequence[int]], pad_token_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask), both [batch, longest], padded on the left."""
     width = max(len(row) for row in ids)
     input_ids = torch.full((len(ids), width), pad_token_id, dtype=torch.long)
     mask = torch.zeros((len(ids), width), dtype=torch.long)
     for i, row in enumerate(ids):
         if row:
-            input_ids[i, width - len(row):] = torch.tensor(row, dtype=torch.long)
-            mask[i, width - len(row):] = 1
+            input_ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
+            mask[i, width - len(row) :] = 1
     return input_ids, mask
 
 
@@ -104,27 +110,43 @@ class TransformersBackend:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
-        return cls(AutoModelForCausalLM.from_pretrained(path, dtype=dtype), AutoTokenizer.from_pretrained(path), **kwargs)
+        return cls(
+            AutoModelForCausalLM.from_pretrained(path, dtype=dtype),
+            AutoTokenizer.from_pretrained(path),
+            **kwargs,
+        )
 
     @torch.no_grad()
-    def generate(self, prompts: Sequence[list[dict] | str], sampling: SamplingConfig, progress=None) -> list[Generation]:
+    def generate(
+        self, prompts: Sequence[list[dict] | str], sampling: SamplingConfig, progress=None
+    ) -> list[Generation]:
         prompt_ids = prompt_token_ids(self.tokenizer, prompts)
         jobs = [(i, s) for i in range(len(prompt_ids)) for s in range(sampling.n)]
         out: list[Generation] = []
         torch.manual_seed(sampling.seed)
         for lo in range(0, len(jobs), self.batch_size):
-            batch = jobs[lo: lo + self.batch_size]
-            input_ids, mask = left_padded([prompt_ids[i] for i, _ in batch], self.tokenizer.pad_token_id)
-            kwargs = dict(max_new_tokens=sampling.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id,
-                          eos_token_id=self.tokenizer.eos_token_id)
+            batch = jobs[lo : lo + self.batch_size]
+            input_ids, mask = left_padded(
+                [prompt_ids[i] for i, _ in batch], self.tokenizer.pad_token_id
+            )
+            kwargs = dict(
+                max_new_tokens=sampling.max_new_tokens,
+                pad_token_id=self.tokenizer.pad_token_id,
+                eos_token_id=self.tokenizer.eos_token_id,
+            )
             if sampling.temperature > 0:
-                kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+                kwargs.update(
+                    do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0
+                )
             else:
                 kwargs.update(do_sample=False)
             generated = self._sample_rows(input_ids, mask, sampling)
             if generated is None:
-                generated = self.model.generate(input_ids=input_ids.to(self.device),
-                                                attention_mask=mask.to(self.device), **kwargs)[:, input_ids.shape[1]:]
+                generated = self.model.generate(
+                    input_ids=input_ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    **kwargs,
+                )[:, input_ids.shape[1] :]
             for (i, s), ids in zip(batch, generated):
                 ids = ids.tolist()
                 finished = self.tokenizer.eos_token_id in ids
@@ -136,7 +158,6 @@ class TransformersBackend:
             if progress is not None:
                 progress(len(batch))
         return out
-
 
     def _sample_rows(self, input_ids, mask, sampling: SamplingConfig):
         """The rows ``generate`` would sample, through ``gc2po.models.sampling`` (each prompt's n
@@ -151,11 +172,18 @@ class TransformersBackend:
 
         from gc2po.models.sampling import sample_completions
 
-        processors = LogitsProcessorList([TemperatureLogitsWarper(sampling.temperature)]
-                                         if sampling.temperature != 1.0 else [])
-        return sample_completions(self.model, input_ids, mask, max_new_tokens=sampling.max_new_tokens,
-                                  eos_token_ids=[self.tokenizer.eos_token_id], pad_token_id=self.tokenizer.pad_token_id,
-                                  processors=processors)
+        processors = LogitsProcessorList(
+            [TemperatureLogitsWarper(sampling.temperature)] if sampling.temperature != 1.0 else []
+        )
+        return sample_completions(
+            self.model,
+            input_ids,
+            mask,
+            max_new_tokens=sampling.max_new_tokens,
+            eos_token_ids=[self.tokenizer.eos_token_id],
+            pad_token_id=self.tokenizer.pad_token_id,
+            processors=processors,
+        )
 
 
 CPU_KV_CACHE_BYTES = 1 << 30  # vLLM on CPU without VLLM_CPU_KVCACHE_SPACE: 1 GiB of KV cache
@@ -187,17 +215,30 @@ class VLLMBackend:
 
     name = "vllm"
 
-    def __init__(self, model_path: str, *, gpu_memory_utilization: float = 0.85, max_model_len: int | None = None,
-                 tensor_parallel_size: int = 1, dtype: str | None = None):
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        gpu_memory_utilization: float = 0.85,
+        max_model_len: int | None = None,
+        tensor_parallel_size: int = 1,
+        dtype: str | None = None,
+    ):
         try:
             from vllm import LLM
         except ImportError as err:  # pragma: no cover - depends on the machine
-            raise RuntimeError("the vllm backend needs the gpu extra: pip install -e '.[gpu]'") from err
+            raise RuntimeError(
+                "the vllm backend needs the gpu extra: pip install -e '.[gpu]'"
+            ) from err
         on_gpu = torch.cuda.is_available()
-        self.llm = LLM(model=model_path, max_model_len=max_model_len,
-                       tensor_parallel_size=tensor_parallel_size,
-                       dtype=dtype or ("auto" if on_gpu else "float32"), seed=0,
-                       **engine_memory_kwargs(gpu_memory_utilization, on_gpu))
+        self.llm = LLM(
+            model=model_path,
+            max_model_len=max_model_len,
+            tensor_parallel_size=tensor_parallel_size,
+            dtype=dtype or ("auto" if on_gpu else "float32"),
+            seed=0,
+            **engine_memory_kwargs(gpu_memory_utilization, on_gpu),
+        )
         self.tokenizer = self.llm.get_tokenizer()
 
     def requests(self, prompts: Sequence[list[dict] | str]) -> list[dict]:
@@ -205,11 +246,19 @@ class VLLMBackend:
         TypedDict), so vLLM adds no special tokens of its own."""
         return [{"prompt_token_ids": ids} for ids in prompt_token_ids(self.tokenizer, prompts)]
 
-    def generate(self, prompts: Sequence[list[dict] | str], sampling: SamplingConfig, progress=None) -> list[Generation]:
+    def generate(
+        self, prompts: Sequence[list[dict] | str], sampling: SamplingConfig, progress=None
+    ) -> list[Generation]:
         from vllm import SamplingParams
 
-        params = SamplingParams(n=sampling.n, temperature=sampling.temperature, top_p=sampling.top_p,
-                                max_tokens=sampling.max_new_tokens, seed=sampling.seed, stop=list(sampling.stop) or None)
+        params = SamplingParams(
+            n=sampling.n,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_new_tokens,
+            seed=sampling.seed,
+            stop=list(sampling.stop) or None,
+        )
         results = self.llm.generate(self.requests(prompts), params, use_tqdm=progress is not None)
         out = []
         for i, result in enumerate(results):

@@ -46,22 +46,32 @@ SAMPLING_CHECKS = {
     "top_p": (lambda v: _number(v) and 0 < v <= 1, "a number in (0, 1]"),
     "max_new_tokens": (lambda v: _positive_int(v), "an integer >= 1"),
     "seed": (lambda v: _positive_int(v, 0), "an integer >= 0"),
-    "stop": (lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v), "a list of strings"),
+    "stop": (
+        lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v),
+        "a list of strings",
+    ),
 }
 TOP_LEVEL_CHECKS = {
     "task": (lambda v: v in TASKS, f"one of {list(TASKS)}"),  # check_task names old spellings
     "backend": (lambda v: v in BACKENDS, f"one of {list(BACKENDS)}"),
     "sampling": (lambda v: isinstance(v, dict), "a mapping"),
-    "n_per_benchmark": (lambda v: isinstance(v, dict) and all(_positive_int(n) for n in v.values()),
-                        "a mapping of benchmark -> integer >= 1"),
-    "budgets": (lambda v: v is None or isinstance(v, list) and all(_positive_int(b) for b in v),
-                "a list of integers >= 1 (or null: no budget curve)"),
+    "n_per_benchmark": (
+        lambda v: isinstance(v, dict) and all(_positive_int(n) for n in v.values()),
+        "a mapping of benchmark -> integer >= 1",
+    ),
+    "budgets": (
+        lambda v: v is None or isinstance(v, list) and all(_positive_int(b) for b in v),
+        "a list of integers >= 1 (or null: no budget curve)",
+    ),
     "batch_size": (lambda v: _positive_int(v), "an integer >= 1"),
     "output_dir": (lambda v: isinstance(v, str) and v.strip() != "", "a folder path"),
     "benchmarks": (lambda v: isinstance(v, dict), "a mapping of benchmark -> {path, limit, seed}"),
 }
 BENCHMARK_CHECKS = {
-    "path": (lambda v: v is None or isinstance(v, str), "a file path (relative to the config) or null for the Hub"),
+    "path": (
+        lambda v: v is None or isinstance(v, str),
+        "a file path (relative to the config) or null for the Hub",
+    ),
     "limit": (lambda v: v is None or _positive_int(v), "an integer >= 1 or null"),
     "seed": (lambda v: _positive_int(v, 0), "an integer >= 0"),
 }
@@ -86,16 +96,28 @@ def validate_config(config, config_path: str) -> dict:
     _check(config.get("sampling") or {}, SAMPLING_CHECKS, f"{config_path}: sampling.")
     for name, spec in (config.get("benchmarks") or {}).items():
         if not isinstance(spec, dict):
-            raise ValueError(f"{config_path}: benchmarks.{name}: must be a mapping {{path, limit, seed}}, got {spec!r}")
+            raise ValueError(
+                f"{config_path}: benchmarks.{name}: must be a mapping {{path, limit, seed}}, got {spec!r}"
+            )
         _check(spec, BENCHMARK_CHECKS, f"{config_path}: benchmarks.{name}.")
     if config.get("backend") == "vllm":
         import importlib.util
 
         if importlib.util.find_spec("vllm") is None:
-            raise ValueError(f"{config_path}: backend: 'vllm' needs the gpu extra (pip install -e '.[gpu]')")
-    return {"task": BENCHMARK, "backend": "auto", "sampling": {}, "n_per_benchmark": {},
-            "budgets": None, "batch_size": 32, "output_dir": "results/eval", "benchmarks": {},
-            **config}
+            raise ValueError(
+                f"{config_path}: backend: 'vllm' needs the gpu extra (pip install -e '.[gpu]')"
+            )
+    return {
+        "task": BENCHMARK,
+        "backend": "auto",
+        "sampling": {},
+        "n_per_benchmark": {},
+        "budgets": None,
+        "batch_size": 32,
+        "output_dir": "results/eval",
+        "benchmarks": {},
+        **config,
+    }
 
 
 def check_model(model: str):
@@ -111,8 +133,10 @@ def check_model(model: str):
         from huggingface_hub import try_to_load_from_cache
 
         if not isinstance(try_to_load_from_cache(model, "config.json"), str):
-            raise ValueError(f"--model: {model!r} is not a local folder, and as a Hub id it is not in the local "
-                             "cache while HF_HUB_OFFLINE is set")
+            raise ValueError(
+                f"--model: {model!r} is not a local folder, and as a Hub id it is not in the local "
+                "cache while HF_HUB_OFFLINE is set"
+            )
 
 
 def default_key(model: str, base: str | None, run: str | None, seed: int | None, config_seed: int):
@@ -123,9 +147,12 @@ def default_key(model: str, base: str | None, run: str | None, seed: int | None,
 
     found = RunDir.of_member(model, RunDir.FINAL)
     if found:
-        return EvalKey(base or found.base, run or found.run,
-                       seed if seed is not None else found.seed)
-    label = re.sub(r"[^\w.-]+", "--", model.rstrip("/").split("/")[-1] if Path(model).exists() else model)
+        return EvalKey(
+            base or found.base, run or found.run, seed if seed is not None else found.seed
+        )
+    label = re.sub(
+        r"[^\w.-]+", "--", model.rstrip("/").split("/")[-1] if Path(model).exists() else model
+    )
     return EvalKey(base or label, run or "base", seed if seed is not None else config_seed)
 
 
@@ -146,21 +173,29 @@ def load_benchmark_data(config: dict, benchmark: str, config_path: str, out_path
         raise ValueError(f"{config_path}: benchmarks.{benchmark}.path: {path} does not exist")
     if config["task"] == TESTBED:
         if benchmark not in TESTBED_SPLITS:
-            raise ValueError(f"--benchmark: {benchmark!r} is not a testbed split; valid: {list(TESTBED_SPLITS)}")
+            raise ValueError(
+                f"--benchmark: {benchmark!r} is not a testbed split; valid: {list(TESTBED_SPLITS)}"
+            )
         if path is None:
-            raise ValueError(f"{config_path}: benchmarks.{benchmark}.path: a testbed split needs its JSONL file")
+            raise ValueError(
+                f"{config_path}: benchmarks.{benchmark}.path: a testbed split needs its JSONL file"
+            )
         from gc2po.data.jsonl import read_jsonl
 
         records = read_jsonl(path)[: spec.get("limit")]
     else:
         if benchmark not in BENCHMARKS:
-            raise ValueError(f"--benchmark: unknown benchmark {benchmark!r}; valid: {sorted(BENCHMARKS)}")
+            raise ValueError(
+                f"--benchmark: unknown benchmark {benchmark!r}; valid: {sorted(BENCHMARKS)}"
+            )
         from gc2po.data import load_benchmark
 
         records = load_benchmark(benchmark, path, limit=spec.get("limit"), seed=spec.get("seed", 0))
     if not records:
         raise ValueError(f"{config_path}: benchmarks.{benchmark}: no records")
-    return BenchmarkData(benchmark, records, data_provenance(path, records, source=f"hub:{benchmark}"), out_path)
+    return BenchmarkData(
+        benchmark, records, data_provenance(path, records, source=f"hub:{benchmark}"), out_path
+    )
 
 
 def refuse_foreign_output(out_path: Path, model: str):
@@ -174,16 +209,28 @@ def refuse_foreign_output(out_path: Path, model: str):
     try:
         previous = json.loads(summary.read_text()).get("model", {})
     except (OSError, ValueError) as err:
-        raise ValueError(f"{summary}: unreadable, so it is unclear whose evaluation {out_path} is; remove it") from err
+        raise ValueError(
+            f"{summary}: unreadable, so it is unclear whose evaluation {out_path} is; remove it"
+        ) from err
     mine = str(Path(model).resolve()) if Path(model).exists() else model
     theirs = previous.get("resolved") or previous.get("path")
     if theirs != mine:
-        raise ValueError(f"{out_path} holds the evaluation of model {previous.get('path')!r}; pass --base/--run to "
-                         f"key {model!r} elsewhere, or remove that file")
+        raise ValueError(
+            f"{out_path} holds the evaluation of model {previous.get('path')!r}; pass --base/--run to "
+            f"key {model!r} elsewhere, or remove that file"
+        )
 
 
-def run_eval(config: dict, model: str, benchmark: str, config_path: str = "<config>", *, base: str | None = None,
-             run: str | None = None, seed: int | None = None) -> dict:
+def run_eval(
+    config: dict,
+    model: str,
+    benchmark: str,
+    config_path: str = "<config>",
+    *,
+    base: str | None = None,
+    run: str | None = None,
+    seed: int | None = None,
+) -> dict:
     """Validate everything, then evaluate; returns the summary."""
     config = validate_config(config, config_path)
     check_model(model)
@@ -200,10 +247,19 @@ def run_eval(config: dict, model: str, benchmark: str, config_path: str = "<conf
         return tqdm(total=total, desc=name, unit="sample").update
 
     try:
-        summaries = evaluate_model(model, [data], task=config["task"], key=key, backend=config["backend"],
-                                   sampling=config["sampling"], n_per_benchmark=config["n_per_benchmark"],
-                                   budgets=config["budgets"], batch_size=config["batch_size"],
-                                   progress_factory=progress, log=lambda *a: None)
+        summaries = evaluate_model(
+            model,
+            [data],
+            task=config["task"],
+            key=key,
+            backend=config["backend"],
+            sampling=config["sampling"],
+            n_per_benchmark=config["n_per_benchmark"],
+            budgets=config["budgets"],
+            batch_size=config["batch_size"],
+            progress_factory=progress,
+            log=lambda *a: None,
+        )
     except OSError as err:  # a model folder or Hub id that loads with an error
         raise ValueError(f"--model: cannot load {model!r}: {err}") from err
     return {**summaries[0], "output": str(out_path)}

@@ -21,8 +21,15 @@ from __future__ import annotations
 
 import re
 
-END_OF_TURN = ("<|im_end|>", "<|im_start|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>",
-               "<｜end▁of▁sentence｜>", "<|end|>")
+END_OF_TURN = (
+    "<|im_end|>",
+    "<|im_start|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|end_of_text|>",
+    "<｜end▁of▁sentence｜>",
+    "<|end|>",
+)
 REASONING_END = "</think>"
 BOX_COMMANDS = re.compile(r"\\(?:boxed|fbox)\s*(?=\{)|\\boxed\s+(?=[^\s{])")
 UNBRACED_BOX_CONTENT = re.compile(r"[^\s$]+")
@@ -30,16 +37,24 @@ UNBRACED_BOX_CONTENT = re.compile(r"[^\s$]+")
 # (``y_2 =``) and one unit word (``\boxed{1} papers and \boxed{2} bins``)
 BOX_CONNECTOR = re.compile(
     r"^\s*(?:[A-Za-z]+\s+(?=and|or|,))?(?:\s|[,;.&$]|\\q?quad|\\[,;:! ]|\\text\{[^{}]*\}|\\\[|\\\]|\\\(|\\\)"
-    r"|\band\b|\bor\b|[A-Za-z](?:_\{?\w+\}?)?\s*=)*$", re.IGNORECASE)
+    r"|\band\b|\bor\b|[A-Za-z](?:_\{?\w+\}?)?\s*=)*$",
+    re.IGNORECASE,
+)
 # display math may span lines, inline math may not (as in math-verify); bounded, so that an
 # unclosed delimiter costs linear time
-MATH_SPAN = re.compile(r"\$\$.{1,2000}?\$\$|\\\[.{1,2000}?\\\]|(?<!\\)\$(?:\\\$|[^$\n]){1,1000}?(?<!\\)\$"
-                       r"|\\\([^\n]{1,1000}?\\\)", re.DOTALL)
+MATH_SPAN = re.compile(
+    r"\$\$.{1,2000}?\$\$|\\\[.{1,2000}?\\\]|(?<!\\)\$(?:\\\$|[^$\n]){1,1000}?(?<!\\)\$"
+    r"|\\\([^\n]{1,1000}?\\\)",
+    re.DOTALL,
+)
 ANSWER_PHRASE = re.compile(
     r"(?:\*\*)?\b(?:final\s+answer|answer)\b(?:\*\*)?"
     r"(?:\s*(?:is|was|will\s+be|would\s+be|=|:)(?:\s*\*\*)?\s*:?|[ \t]*(?=\$|\\\[|\\\(|\*\*\$))",
-    re.IGNORECASE)
-ANSWER_AFTER = re.compile(r"\bis\s+(?:our|the|my)\s+(?:final\s+)?(?:answer|solution)\b", re.IGNORECASE)
+    re.IGNORECASE,
+)
+ANSWER_AFTER = re.compile(
+    r"\bis\s+(?:our|the|my)\s+(?:final\s+)?(?:answer|solution)\b", re.IGNORECASE
+)
 CLOSING_PUNCTUATION = " \t\n.,;:!*"  # not "?": a question states no answer
 MINERVA_CLOSING = "i hope it is correct"
 UNIT = r"[ \t]*(?:\\?%|percent|pct|[$€£¥]|[A-Za-z]{1,2}[²³]?)"
@@ -47,8 +62,9 @@ NUMBER = r"[-+−]?(?:\d{1,3}(?:[ ,]\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?|\.\d+)(?:\
 NUMBER_AT_END = re.compile(rf"(?:^|(?<=[\s=:(~$€£¥]))(?P<number>{NUMBER})(?P<unit>{UNIT})?$")
 SPAN_UNIT_AT_END = re.compile(rf"{UNIT}$")
 # a closing expression counts when its sentence states it (``X is 5``, ``= 5``, ``: 5``, ``that 5``)
-STATING_CUE = re.compile(r"\b(?:is|are|be|equals?|gives?|get|obtain|yields?|becomes?|that)\b|'s\b|[=:≈]",
-                         re.IGNORECASE)
+STATING_CUE = re.compile(
+    r"\b(?:is|are|be|equals?|gives?|get|obtain|yields?|becomes?|that)\b|'s\b|[=:≈]", re.IGNORECASE
+)
 STATEMENT_CHARS = 1000
 SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 
@@ -56,7 +72,9 @@ SENTENCE_END = re.compile(r"[.!?](?=\s)|\n")
 def response_text(completion: str) -> str:
     """The completion up to its first end-of-turn token and, when it closes a reasoning block,
     after its last ``</think>`` (an answer inside the reasoning is a draft, as in TRL and rllm)."""
-    cut = min((completion.index(t) for t in END_OF_TURN if t in completion), default=len(completion))
+    cut = min(
+        (completion.index(t) for t in END_OF_TURN if t in completion), default=len(completion)
+    )
     return completion[:cut].rpartition(REASONING_END)[2]
 
 
@@ -83,7 +101,7 @@ def _box_spans(text: str) -> list[tuple[int, int, str]]:
             continue
         closing = _closing_braces(text) if closing is None else closing
         if i in closing:
-            spans.append((match.start(), closing[i] + 1, text[i + 1: closing[i]].strip()))
+            spans.append((match.start(), closing[i] + 1, text[i + 1 : closing[i]].strip()))
     return spans
 
 
@@ -95,7 +113,7 @@ def last_box_group(text: str) -> tuple[list[str], int] | None:
         return None
     group = [spans[-1]]
     for span in reversed(spans[:-1]):
-        between = text[span[1]: group[0][0]]
+        between = text[span[1] : group[0][0]]
         if len(between) > 80 or not BOX_CONNECTOR.match(between):
             break
         group.insert(0, span)
@@ -106,7 +124,7 @@ def _statement_end(text: str, start: int) -> int:
     """Where the statement starting at ``start`` ends: the first sentence end or line break
     outside math (a period inside ``$..$`` or a line break inside ``$$..$$`` does not end it);
     a statement is at most STATEMENT_CHARS long."""
-    window = text[start: start + STATEMENT_CHARS]
+    window = text[start : start + STATEMENT_CHARS]
     spans = [(m.start(), m.end()) for m in MATH_SPAN.finditer(window)]
     for stop in re.finditer(r"[.!?](?=\s|$)|\n", window):
         if not any(lo <= stop.start() < hi for lo, hi in spans):
@@ -122,9 +140,9 @@ def phrase_answers(text: str, after: int = 0, limit: int = 4) -> list[str]:
     statements = []
     for start, end, side in sorted(phrases, reverse=True)[:limit]:
         if side == "before":
-            statement = text[end: _statement_end(text, end)].strip().strip("*").strip()
+            statement = text[end : _statement_end(text, end)].strip().strip("*").strip()
         else:
-            statement = closing_expression(text[max(after, start - STATEMENT_CHARS): start])
+            statement = closing_expression(text[max(after, start - STATEMENT_CHARS) : start])
         if statement:
             statements.append(statement)
     return statements
@@ -135,7 +153,7 @@ def _is_stated(text: str, start: int) -> bool:
     stands alone (at most a one-word label before it)."""
     masked = MATH_SPAN.sub(lambda m: "M" * len(m.group(0)), text[:start])
     ends = list(SENTENCE_END.finditer(masked))
-    sentence = masked[ends[-1].end():] if ends else masked
+    sentence = masked[ends[-1].end() :] if ends else masked
     alone = not ends and len(sentence.split()) <= 1
     return alone or bool(STATING_CUE.search(sentence))
 

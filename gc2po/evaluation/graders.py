@@ -45,7 +45,9 @@ def _parse_plain_expression(text: str):
 
     if "," in text and not THOUSANDS.fullmatch(text.strip()):
         return []
-    parsed = parse(text, extraction_config=[ExprExtractionConfig()], parsing_timeout=PARSE_TIMEOUT_S)
+    parsed = parse(
+        text, extraction_config=[ExprExtractionConfig()], parsing_timeout=PARSE_TIMEOUT_S
+    )
     whole = len(parsed) == 2 and _digits_and_symbols(str(parsed[1])) == _digits_and_symbols(text)
     return parsed if whole else []
 
@@ -106,7 +108,11 @@ def grade_math(completion: str, gold: str, *, exact_match_fallback: bool = True)
     if not candidates:
         return False  # no stated final answer: numbers elsewhere in the text do not count
     group = last_box_group(response_text(completion))
-    if exact_match_fallback and group is not None and _normalise(", ".join(group[0])) == _normalise(str(gold)):
+    if (
+        exact_match_fallback
+        and group is not None
+        and _normalise(", ".join(group[0])) == _normalise(str(gold))
+    ):
         return True
     gold_parsed = parse_gold(str(gold))
     answer = _first_parsed(candidates)
@@ -115,7 +121,9 @@ def grade_math(completion: str, gold: str, *, exact_match_fallback: bool = True)
     return bool(verify(gold_parsed, answer, timeout_seconds=PARSE_TIMEOUT_S))
 
 
-TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|emph|texttt)\s*\{([^{}]*)\}")
+TEXT_WRAPPER = re.compile(
+    r"\\(?:text|textbf|textit|mathrm|mathbf|mathit|emph|texttt)\s*\{([^{}]*)\}"
+)
 
 
 def _plain(text: str) -> str:
@@ -183,8 +191,11 @@ def grade_label(completion: str, gold: str) -> bool:
     return stated is not None and stated == LABELS.get(str(gold).strip().lower())
 
 
-NONE_ANSWER = re.compile(r"^(?:none|no answer|not enough information|cannot be determined|"
-                         r"insufficient information|undetermined)\.?$", re.IGNORECASE)
+NONE_ANSWER = re.compile(
+    r"^(?:none|no answer|not enough information|cannot be determined|"
+    r"insufficient information|undetermined)\.?$",
+    re.IGNORECASE,
+)
 
 
 def grade_none_answer(completion: str, gold: str) -> bool:
@@ -192,7 +203,12 @@ def grade_none_answer(completion: str, gold: str) -> bool:
     return any(NONE_ANSWER.match(text) for text in _stated_texts(completion)[:1])
 
 
-GRADERS = {"math": grade_math, "choice": grade_choice, "label": grade_label, "none_answer": grade_none_answer}
+GRADERS = {
+    "math": grade_math,
+    "choice": grade_choice,
+    "label": grade_label,
+    "none_answer": grade_none_answer,
+}
 CODE_GRADER = "code"  # runs the record's tests in the sandbox (gc2po.evaluation.sandbox)
 GRADER_KINDS = (*GRADERS, CODE_GRADER)
 
@@ -207,6 +223,8 @@ def grade_record(record: dict, completion: str) -> bool:
 
         return grade_code(completion, meta)
     if kind not in GRADERS:
-        raise ValueError(f"record {record.get('id')!r}: meta.grader {kind!r} is not a grader; "
-                         f"valid: {list(GRADER_KINDS)}")
+        raise ValueError(
+            f"record {record.get('id')!r}: meta.grader {kind!r} is not a grader; "
+            f"valid: {list(GRADER_KINDS)}"
+        )
     return GRADERS[kind](completion, record["answer"])

@@ -44,9 +44,16 @@ def accuracy_from_samples(path: str | Path, problem_ids: list[str]) -> tuple[flo
     return sum(correct) / len(correct), len(correct)
 
 
-def learning_curve(points: list[tuple[int, str]], benchmarks: dict[str, list[dict]], *, task: str,
-                   sampling, ends: dict[int, tuple[str, dict[str, str]]], backend: str = "transformers",
-                   batch_size: int = 32) -> pd.DataFrame:
+def learning_curve(
+    points: list[tuple[int, str]],
+    benchmarks: dict[str, list[dict]],
+    *,
+    task: str,
+    sampling,
+    ends: dict[int, tuple[str, dict[str, str]]],
+    backend: str = "transformers",
+    batch_size: int = 32,
+) -> pd.DataFrame:
     """pass@1 per (step, benchmark). ``points``: the (step, model) pairs to evaluate on
     ``benchmarks`` (name -> records); ``ends``: step -> (model, {benchmark: per-sample file}) of
     the steps already evaluated (the base model at 0, the final model at the last step)."""
@@ -57,14 +64,29 @@ def learning_curve(points: list[tuple[int, str]], benchmarks: dict[str, list[dic
     for step, (model, files) in ends.items():
         for name, records in benchmarks.items():
             accuracy, samples = accuracy_from_samples(files[name], [r["id"] for r in records])
-            rows.append({"step": step, "benchmark": name, "accuracy": accuracy,
-                         "problems": len(records), "samples": samples, "model": model})
+            rows.append(
+                {
+                    "step": step,
+                    "benchmark": name,
+                    "accuracy": accuracy,
+                    "problems": len(records),
+                    "samples": samples,
+                    "model": model,
+                }
+            )
     for step, model in points:
         engine = load_backend(backend, model, batch_size=batch_size)
         for name, records in benchmarks.items():
             _, samples = generate_and_grade(engine, records, task, sampling)
-            rows.append({"step": step, "benchmark": name,
-                         "accuracy": sum(s["correct"] for s in samples) / len(samples),
-                         "problems": len(records), "samples": len(samples), "model": model})
+            rows.append(
+                {
+                    "step": step,
+                    "benchmark": name,
+                    "accuracy": sum(s["correct"] for s in samples) / len(samples),
+                    "problems": len(records),
+                    "samples": len(samples),
+                    "model": model,
+                }
+            )
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.sort_values(["step", "benchmark"], kind="stable").reset_index(drop=True)

@@ -22,8 +22,14 @@ GRADER_SOURCES = {
     TESTBED: ("testbed/oracle.py", "core/segment.py"),
     BENCHMARK: ("evaluation/graders.py", "evaluation/sandbox.py", "data/benchmarks.py"),
 }
-GRADER_NAMES = {"testbed": "testbed oracle", "math": "math-verify", "choice": "choice letter", "label": "FOLIO label",
-                "none_answer": "no-answer phrase", "code": "HumanEval execution"}
+GRADER_NAMES = {
+    "testbed": "testbed oracle",
+    "math": "math-verify",
+    "choice": "choice letter",
+    "label": "FOLIO label",
+    "none_answer": "no-answer phrase",
+    "code": "HumanEval execution",
+}
 
 
 def file_sha256(path: str | Path) -> str:
@@ -36,23 +42,33 @@ def file_sha256(path: str | Path) -> str:
 
 def records_sha256(records: list[dict]) -> str:
     """sha256 of the records as JSON lines (what was evaluated, when it did not come from one file)."""
-    return hashlib.sha256("".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()).hexdigest()
+    return hashlib.sha256(
+        "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
+    ).hexdigest()
 
 
-def data_provenance(path: str | Path | None, records: list[dict], source: str | None = None) -> dict:
+def data_provenance(
+    path: str | Path | None, records: list[dict], source: str | None = None
+) -> dict:
     """``{"path", "sha256", "hashed"}``: the file's sha256 when the records came from one file,
     else the sha256 of the normalised records (a folder, the Hub, generated problems)."""
     if path is not None and Path(path).is_file():
         return {"path": str(path), "sha256": file_sha256(path), "hashed": "file"}
-    return {"path": str(path) if path is not None else source, "sha256": records_sha256(records),
-            "hashed": "normalised records"}
+    return {
+        "path": str(path) if path is not None else source,
+        "sha256": records_sha256(records),
+        "hashed": "normalised records",
+    }
 
 
 @cache
 def git_revision() -> dict:
     """``{"revision", "dirty"}`` of the checkout the gc2po package runs from (None outside git)."""
+
     def git(*args):
-        return subprocess.run(["git", "-C", str(PACKAGE_DIR), *args], capture_output=True, text=True)
+        return subprocess.run(
+            ["git", "-C", str(PACKAGE_DIR), *args], capture_output=True, text=True
+        )
 
     try:
         head = git("rev-parse", "HEAD")
@@ -98,12 +114,31 @@ def code_provenance() -> dict:
 
 # Environment settings that change which kernels torch, oneDNN and MKL run, or how they split
 # float sums over threads: two machines agree byte for byte only when these agree too.
-FINGERPRINT_ENV = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_CBWR",
-                   "MKL_ENABLE_INSTRUCTIONS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                   "CUBLAS_WORKSPACE_CONFIG")
+FINGERPRINT_ENV = (
+    "ATEN_CPU_CAPABILITY",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "MKL_CBWR",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "CUBLAS_WORKSPACE_CONFIG",
+)
 # CPU flags that decide the SIMD code paths of ATen and oneDNN (x86; other CPUs report none).
-SIMD_FLAGS = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
-              "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8")
+SIMD_FLAGS = (
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
 FINGERPRINT_PACKAGES = ("torch", "transformers", "trl", "numpy", "vllm")
 
 
@@ -132,13 +167,23 @@ def machine_fingerprint() -> dict:
     import torch
 
     model, flags = _cpuinfo()
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
-        if torch.cuda.is_available() else []
-    return {"cpu": model, "architecture": platform.machine(), "cpu_flags": flags,
-            "cpu_count": os.cpu_count(),
-            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "torch_threads": torch.get_num_threads(),
-            "torch_interop_threads": torch.get_num_interop_threads(),
-            "env": {name: os.environ.get(name) for name in FINGERPRINT_ENV}, "gpus": gpus,
-            "versions": {"python": platform.python_version(),
-                         **{name: package_version(name) for name in FINGERPRINT_PACKAGES}}}
+    gpus = (
+        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        if torch.cuda.is_available()
+        else []
+    )
+    return {
+        "cpu": model,
+        "architecture": platform.machine(),
+        "cpu_flags": flags,
+        "cpu_count": os.cpu_count(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "env": {name: os.environ.get(name) for name in FINGERPRINT_ENV},
+        "gpus": gpus,
+        "versions": {
+            "python": platform.python_version(),
+            **{name: package_version(name) for name in FINGERPRINT_PACKAGES},
+        },
+    }

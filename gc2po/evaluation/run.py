@@ -32,6 +32,7 @@ FORCE_ANSWER = {TESTBED: "\\boxed{", BENCHMARK: "\n\nTime is up. The final answe
 class EvalKey:
     """Whose evaluation it is (written into each summary); its files go where the layout's
     ``EvalFile`` puts them."""
+
     base: str
     run: str
     seed: int
@@ -60,8 +61,12 @@ def grader_for(task: str, p_threshold: float = 0.5) -> Callable[[dict, str], dic
 
         def grade_testbed(record, completion):
             result = grade(Problem.from_record(record), completion, p_threshold=p_threshold)
-            return {"correct": bool(result.f), "process_validity": result.p, "group": result.group,
-                    "formatted": result.formatted}
+            return {
+                "correct": bool(result.f),
+                "process_validity": result.p,
+                "group": result.group,
+                "formatted": result.formatted,
+            }
 
         return grade_testbed
     from gc2po.evaluation.graders import grade_record
@@ -73,13 +78,27 @@ def sample_records(records, generations: list[Generation], grade) -> list[dict]:
     out = []
     for g in generations:
         record = records[g.prompt_index]
-        out.append({"problem_id": record["id"], "sample_index": g.sample_index, "completion": g.text,
-                    "tokens": g.num_tokens, "finished": g.finished, **grade(record, g.text)})
+        out.append(
+            {
+                "problem_id": record["id"],
+                "sample_index": g.sample_index,
+                "completion": g.text,
+                "tokens": g.num_tokens,
+                "finished": g.finished,
+                **grade(record, g.text),
+            }
+        )
     return out
 
 
-def generate_and_grade(backend, records: list[dict], task: str, sampling: SamplingConfig, progress=None,
-                       p_threshold: float = 0.5) -> tuple[list[Generation], list[dict]]:
+def generate_and_grade(
+    backend,
+    records: list[dict],
+    task: str,
+    sampling: SamplingConfig,
+    progress=None,
+    p_threshold: float = 0.5,
+) -> tuple[list[Generation], list[dict]]:
     """Sample ``sampling.n`` completions per record and grade each: (generations, sample records)."""
     generations = backend.generate(prompts_for(records, task), sampling, progress=progress)
     return generations, sample_records(records, generations, grader_for(task, p_threshold))
@@ -91,16 +110,29 @@ def evaluate_split(backend, problems: list, sampling, p_threshold: float = 0.5) 
     through :func:`evaluate`)."""
     from gc2po.testbed.metrics import testbed_metrics
 
-    _, samples = generate_and_grade(backend, [p.record() for p in problems], TESTBED, sampling,
-                                    p_threshold=p_threshold)
+    _, samples = generate_and_grade(
+        backend, [p.record() for p in problems], TESTBED, sampling, p_threshold=p_threshold
+    )
     n = max(1, len(samples))
-    return {"problems": len(problems), "samples": len(samples),
-            "accuracy": sum(s["correct"] for s in samples) / n,
-            "mean_tokens": sum(s["tokens"] for s in samples) / n, **testbed_metrics(samples)}
+    return {
+        "problems": len(problems),
+        "samples": len(samples),
+        "accuracy": sum(s["correct"] for s in samples) / n,
+        "mean_tokens": sum(s["tokens"] for s in samples) / n,
+        **testbed_metrics(samples),
+    }
 
 
-def budget_curve(backend, records, prompts, generations: list[Generation], budgets: list[int], task: str, grade,
-                 answer_tokens: int = 12) -> list[dict]:
+def budget_curve(
+    backend,
+    records,
+    prompts,
+    generations: list[Generation],
+    budgets: list[int],
+    task: str,
+    grade,
+    answer_tokens: int = 12,
+) -> list[dict]:
     """Accuracy when every trajectory is cut at B tokens and an answer is forced (greedy)."""
     from gc2po.evaluation.backends import SamplingConfig, render_prompts
 
@@ -116,12 +148,24 @@ def budget_curve(backend, records, prompts, generations: list[Generation], budge
                 continue
             heads.append((head, len(forced_prompts)))
             forced_prompts.append(texts[g.prompt_index] + head + FORCE_ANSWER[task])
-        forced = backend.generate(forced_prompts, SamplingConfig(n=1, temperature=0.0, max_new_tokens=answer_tokens)) if forced_prompts else []
+        forced = (
+            backend.generate(
+                forced_prompts, SamplingConfig(n=1, temperature=0.0, max_new_tokens=answer_tokens)
+            )
+            if forced_prompts
+            else []
+        )
         correct = 0
         for g, (head, slot) in zip(generations, heads):
             completion = g.text if slot is None else head + FORCE_ANSWER[task] + forced[slot].text
             correct += grade(records[g.prompt_index], completion)["correct"]
-        rows.append({"budget": budget, "accuracy": correct / max(1, len(generations)), "samples": len(generations)})
+        rows.append(
+            {
+                "budget": budget,
+                "accuracy": correct / max(1, len(generations)),
+                "samples": len(generations),
+            }
+        )
     return rows
 
 
@@ -131,24 +175,44 @@ def pass_at_1_ci(samples: list[dict]) -> list[float]:
     return [low, high]
 
 
-def protocol_of(sampling: SamplingConfig, backend_name: str, task: str, records: list[dict]) -> dict:
+def protocol_of(
+    sampling: SamplingConfig, backend_name: str, task: str, records: list[dict]
+) -> dict:
     """How the numbers were produced: sampling, backend, prompt style, graders and versions."""
     grader, versions = provenance.grader_provenance(task, records)
-    return {**asdict(sampling), "stop": list(sampling.stop), "backend": backend_name, "prompt": task,
-            "grader": grader, "grader_versions": versions}
+    return {
+        **asdict(sampling),
+        "stop": list(sampling.stop),
+        "backend": backend_name,
+        "prompt": task,
+        "grader": grader,
+        "grader_versions": versions,
+    }
 
 
-def evaluate(backend, records: list[dict], task: str, sampling: SamplingConfig, out_path: str | Path,
-             budgets: list[int] | None = None, progress=None, provenance_fields: dict | None = None) -> dict:
+def evaluate(
+    backend,
+    records: list[dict],
+    task: str,
+    sampling: SamplingConfig,
+    out_path: str | Path,
+    budgets: list[int] | None = None,
+    progress=None,
+    provenance_fields: dict | None = None,
+) -> dict:
     """Generate, grade and write ``out_path`` (per-sample JSONL) and ``out_path``.summary.json."""
     generations, samples = generate_and_grade(backend, records, task, sampling, progress=progress)
     n = max(1, len(samples))
     summary = {
-        "problems": len(records), "samples": len(samples), "n": sampling.n,
+        "problems": len(records),
+        "samples": len(samples),
+        "n": sampling.n,
         "pass@1": sum(s["correct"] for s in samples) / n,
         "pass@1_ci95": pass_at_1_ci(samples) if samples else None,
         "mean_tokens": sum(s["tokens"] for s in samples) / n,
-        "protocol": protocol_of(sampling, getattr(backend, "name", type(backend).__name__), task, records),
+        "protocol": protocol_of(
+            sampling, getattr(backend, "name", type(backend).__name__), task, records
+        ),
         **(provenance_fields or {}),
     }
     if task == TESTBED:
@@ -156,8 +220,15 @@ def evaluate(backend, records: list[dict], task: str, sampling: SamplingConfig, 
 
         summary.update(testbed_metrics(samples))
     if budgets:
-        summary["budget_curve"] = budget_curve(backend, records, prompts_for(records, task), generations, budgets,
-                                               task, grader_for(task))
+        summary["budget_curve"] = budget_curve(
+            backend,
+            records,
+            prompts_for(records, task),
+            generations,
+            budgets,
+            task,
+            grader_for(task),
+        )
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_suffix(out_path.suffix + ".tmp")
@@ -167,28 +238,57 @@ def evaluate(backend, records: list[dict], task: str, sampling: SamplingConfig, 
     return summary
 
 
-def evaluate_model(model: str, benchmarks: list[BenchmarkData], *, task: str, key: EvalKey, backend: str = "auto",
-                   sampling: dict | None = None, n_per_benchmark: dict | None = None, budgets: list[int] | None = None,
-                   batch_size: int = 32, progress_factory=None, log=print) -> list[dict]:
+def evaluate_model(
+    model: str,
+    benchmarks: list[BenchmarkData],
+    *,
+    task: str,
+    key: EvalKey,
+    backend: str = "auto",
+    sampling: dict | None = None,
+    n_per_benchmark: dict | None = None,
+    budgets: list[int] | None = None,
+    batch_size: int = 32,
+    progress_factory=None,
+    log=print,
+) -> list[dict]:
     """Load ``model`` once and evaluate it on every benchmark (the token-budget curve on the
     first); each summary records the key, the model path, the data's sha256, the code and the
     machine (provenance.machine_fingerprint; tables never read it)."""
     from gc2po.evaluation.backends import SamplingConfig, load_backend
 
     engine = load_backend(backend, model, batch_size=batch_size)
-    base_fields = {"key": asdict(key), "model": {"path": model, "resolved": str(Path(model).resolve())
-                                                 if Path(model).exists() else None},
-                   "code": provenance.code_provenance(),
-                   "machine": provenance.machine_fingerprint()}
+    base_fields = {
+        "key": asdict(key),
+        "model": {
+            "path": model,
+            "resolved": str(Path(model).resolve()) if Path(model).exists() else None,
+        },
+        "code": provenance.code_provenance(),
+        "machine": provenance.machine_fingerprint(),
+    }
     summaries = []
     for i, bench in enumerate(benchmarks):
         settings = {**(sampling or {}), "seed": key.seed}
         settings["n"] = (n_per_benchmark or {}).get(bench.name, settings.get("n", 1))
         config = SamplingConfig(**{k: tuple(v) if k == "stop" else v for k, v in settings.items()})
-        progress = progress_factory(bench.name, len(bench.records) * config.n) if progress_factory else None
-        summary = evaluate(engine, bench.records, task, config, bench.out_path, budgets=budgets if i == 0 else None,
-                           progress=progress, provenance_fields={**base_fields, "benchmark": bench.name,
-                                                                 "data": bench.data})
-        log(f"{bench.name}: pass@1 {summary['pass@1']:.4f} {summary['pass@1_ci95']} -> {bench.out_path}")
+        progress = (
+            progress_factory(bench.name, len(bench.records) * config.n)
+            if progress_factory
+            else None
+        )
+        summary = evaluate(
+            engine,
+            bench.records,
+            task,
+            config,
+            bench.out_path,
+            budgets=budgets if i == 0 else None,
+            progress=progress,
+            provenance_fields={**base_fields, "benchmark": bench.name, "data": bench.data},
+        )
+        log(
+            f"{bench.name}: pass@1 {summary['pass@1']:.4f} {summary['pass@1_ci95']} -> {bench.out_path}"
+        )
         summaries.append(summary)
     return summaries

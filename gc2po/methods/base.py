@@ -25,7 +25,9 @@ class RolloutBatch:
     loss forward). ``gather`` all-gathers a tensor along dim 0 across processes.
     """
 
-    rewards: torch.Tensor  # [B] outcome reward R_out as TRL combined it (NaN = no function scored it)
+    rewards: (
+        torch.Tensor
+    )  # [B] outcome reward R_out as TRL combined it (NaN = no function scored it)
     row_index: torch.Tensor  # [B] long
     group_size: int  # K
     completion_mask: torch.Tensor  # [B, T] bool
@@ -52,7 +54,9 @@ class MethodOutput(NamedTuple):
 
 
 AdvantageFn = Callable[[RolloutBatch, Any], tuple[torch.Tensor, dict[str, float]] | MethodOutput]
-LossFn = Callable[[torch.Tensor, dict, Any], torch.Tensor]  # (per-token log-probs [B,T], inputs, config) -> loss
+LossFn = Callable[
+    [torch.Tensor, dict, Any], torch.Tensor
+]  # (per-token log-probs [B,T], inputs, config) -> loss
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,12 @@ class Method:
     order: int  # where it sorts in tables and legends (ascending): the paper's Table 1 order first
     loss_type: str = "grpo"
     needs_episodes: bool = False  # segments completions into episodes
-    needs_cf: bool = False  # episode states -> counterfactual reward (GC2PO): computable in the loss forward
-    needs_rollout_states: bool = False  # episode-end states before the loss (ReST's value head, GCPO)
+    needs_cf: bool = (
+        False  # episode states -> counterfactual reward (GC2PO): computable in the loss forward
+    )
+    needs_rollout_states: bool = (
+        False  # episode-end states before the loss (ReST's value head, GCPO)
+    )
     needs_old_logps: bool = False  # sampling-policy log-probs before the loss (GCPO's reference)
     local_groups: bool = False  # generates per group: every group must sit on one process
     nonnegative_rewards: bool = False  # refuses reward functions that can go below 0 (GC2PO)
@@ -82,19 +90,25 @@ class Method:
     fidelity: str = "as in the paper"
     loss: LossFn | None = None  # replaces TRL's clipped loss when set (GVPO)
     max_episodes_field: str = "max_episodes"
-    cf_state: str = "episode_end"  # the default token whose state R_cf reads (gc2po.training.episode_states)
+    cf_state: str = (
+        "episode_end"  # the default token whose state R_cf reads (gc2po.training.episode_states)
+    )
 
     def check_fixed(self, settings: dict[str, Any]) -> None:
         """Refuse settings that give a field this method fixes another value (ValueError naming
         the first)."""
         for key, value in self.fixed.items():
             if key in settings and settings[key] != value:
-                raise ValueError(f"{key}={settings[key]!r} conflicts with method {self.name!r}, which "
-                                 f"fixes {key}={value!r} (part of its definition); remove {key}")
+                raise ValueError(
+                    f"{key}={settings[key]!r} conflicts with method {self.name!r}, which "
+                    f"fixes {key}={value!r} (part of its definition); remove {key}"
+                )
 
     def __post_init__(self):
         if self.loss_type not in LOSS_TYPES:
-            raise ValueError(f"method {self.name!r}: loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
+            raise ValueError(
+                f"method {self.name!r}: loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}"
+            )
         object.__setattr__(self, "fixed", {"loss_type": self.loss_type, **self.fixed})
 
 
@@ -113,13 +127,28 @@ def register_method(name: str, summary: str, **kwargs) -> Callable[[AdvantageFn]
     return decorator
 
 
-def register_variant(of: str, name: str, summary: str, *, fixed: dict[str, Any], display_name: str,
-                     colour: str, order: int) -> Method:
+def register_variant(
+    of: str,
+    name: str,
+    summary: str,
+    *,
+    fixed: dict[str, Any],
+    display_name: str,
+    colour: str,
+    order: int,
+) -> Method:
     """Register method ``of`` under another name, with more ``fixed`` settings (an ablation:
     ``{"lambda_exp": 0.0}``) and its own display name, colour and place in tables."""
     base = METHODS.get(of)
-    variant = dataclasses.replace(base, name=name, summary=summary, fixed={**base.fixed, **fixed},
-                                  display_name=display_name, colour=colour, order=order)
+    variant = dataclasses.replace(
+        base,
+        name=name,
+        summary=summary,
+        fixed={**base.fixed, **fixed},
+        display_name=display_name,
+        colour=colour,
+        order=order,
+    )
     return _add(variant, caller_site())
 
 
@@ -130,8 +159,10 @@ def _add(method: Method, site: str) -> Method:
         for key in ("colour", "order"):
             if other.name != method.name and getattr(other, key) == getattr(method, key):
                 value = getattr(method, key)
-                raise ValueError(f"method {method.name!r} at {site}: {key} {value!r} is taken by "
-                                 f"method {other.name!r} (at {METHODS.site(other.name)})")
+                raise ValueError(
+                    f"method {method.name!r} at {site}: {key} {value!r} is taken by "
+                    f"method {other.name!r} (at {METHODS.site(other.name)})"
+                )
     return METHODS.add(method.name, method, site)
 
 
@@ -145,5 +176,8 @@ def advantage_metrics(adv: torch.Tensor, mask: torch.Tensor | None = None) -> di
     if values.numel() == 0:
         return {"advantages/mean": 0.0, "advantages/std": 0.0, "advantages/abs_max": 0.0}
     values = values.float()
-    return {"advantages/mean": values.mean().item(), "advantages/std": values.std(unbiased=False).item(),
-            "advantages/abs_max": values.abs().max().item()}
+    return {
+        "advantages/mean": values.mean().item(),
+        "advantages/std": values.std(unbiased=False).item(),
+        "advantages/abs_max": values.abs().max().item(),
+    }

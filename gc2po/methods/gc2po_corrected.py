@@ -62,5 +62,6 @@ def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dic
 
 
 # w/o R_cf is GRPO exactly (tests/training/test_trainer.py checks it)
-register_ablations("gc2po_add", "GC2PO (corrected)", colours=["#98df8a", "#c5b0d5", "#c49c94"],
-                   orders=[91, 92, 93])
+register_ablations(
+    "gc2po_add", "GC2PO (corrected)", colours=["#98df8a", "#c5b0d5", "#c49c94"], orders=[91, 92, 93]
+)

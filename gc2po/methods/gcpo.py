@@ -22,9 +22,15 @@ from gc2po.methods.base import MethodOutput, RolloutBatch, advantage_metrics, re
 
 
 @register_method(
-    "gcpo", "GCPO: GRPO advantage times a causal cosine weight from counterfactual contexts, KL to a modified reference",
-    display_name="GCPO", colour="#e377c2", order=60,
-    needs_rollout_states=True, needs_old_logps=True, local_groups=True, fixed={"beta": 0.06},
+    "gcpo",
+    "GCPO: GRPO advantage times a causal cosine weight from counterfactual contexts, KL to a modified reference",
+    display_name="GCPO",
+    colour="#e377c2",
+    order=60,
+    needs_rollout_states=True,
+    needs_old_logps=True,
+    local_groups=True,
+    fixed={"beta": 0.06},
     fidelity="deviation: cheap variant (one sample per context, one alternative integrated output); groups local to a process",
 )
 def gcpo_advantages(batch: RolloutBatch, config) -> MethodOutput:
@@ -37,16 +43,28 @@ def gcpo_advantages(batch: RolloutBatch, config) -> MethodOutput:
         rows = list(range(start, start + K))
         contexts, contexts_alt = services.gcpo_contexts(rows, config.max_completion_length)
         z = batch.states.final_states(rows)  # [K, d]
-        adv[start:start + K], upsilon[start:start + K] = (
-            x.cpu() for x in gcpo_group_advantages(
-                batch.rewards[start:start + K].double(), z, services.sample_final_states(contexts),
-                services.sample_final_states(contexts_alt), config.gcpo_alpha))
+        adv[start : start + K], upsilon[start : start + K] = (
+            x.cpu()
+            for x in gcpo_group_advantages(
+                batch.rewards[start : start + K].double(),
+                z,
+                services.sample_final_states(contexts),
+                services.sample_final_states(contexts_alt),
+                config.gcpo_alpha,
+            )
+        )
         ctx_logps = services.completion_logps_given(rows, contexts)
         alt_logps = services.completion_logps_given(rows, contexts_alt)
-        reference[start:start + K] = gcpo_reference_logps(ctx_logps, alt_logps, batch.old_logps[start:start + K])
+        reference[start : start + K] = gcpo_reference_logps(
+            ctx_logps, alt_logps, batch.old_logps[start : start + K]
+        )
     metrics = advantage_metrics(adv)
-    metrics.update({"gcpo/upsilon_mean": upsilon.mean().item(),
-                    "gcpo/upsilon_negative_frac": (upsilon < 0).float().mean().item()})
+    metrics.update(
+        {
+            "gcpo/upsilon_mean": upsilon.mean().item(),
+            "gcpo/upsilon_negative_frac": (upsilon < 0).float().mean().item(),
+        }
+    )
     # the KL term's reference (TRL reads ref_per_token_logps from the batch)
     loss_inputs = {"ref_per_token_logps": reference}
     return MethodOutput(adv.float().to(batch.completion_mask.device), metrics, loss_inputs)

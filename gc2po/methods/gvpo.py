@@ -20,25 +20,47 @@ from gc2po.methods.base import MethodOutput, RolloutBatch, advantage_metrics, re
 
 def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
     old = inputs.get("old_per_token_logps")
-    old = logps.detach() if old is None else old  # on-policy: the sampling policy is the current one
-    return gvpo_on_policy_loss(logps, old, inputs["completion_mask"], inputs["gvpo_centered_reward"],
-                               inputs["gvpo_scored_count"], beta=config.gvpo_beta,
-                               group_size=config.num_generations)
+    old = (
+        logps.detach() if old is None else old
+    )  # on-policy: the sampling policy is the current one
+    return gvpo_on_policy_loss(
+        logps,
+        old,
+        inputs["completion_mask"],
+        inputs["gvpo_centered_reward"],
+        inputs["gvpo_scored_count"],
+        beta=config.gvpo_beta,
+        group_size=config.num_generations,
+    )
 
 
 @register_method(
-    "gvpo", "GVPO: MSE between centred implicit rewards beta*sum log(pi/pi_old) and centred rewards",
-    display_name="GVPO", colour="#9467bd", order=40,
-    loss=gvpo_method_loss, fixed={"beta": 0.0, "num_iterations": 1},
+    "gvpo",
+    "GVPO: MSE between centred implicit rewards beta*sum log(pi/pi_old) and centred rewards",
+    display_name="GVPO",
+    colour="#9467bd",
+    order=40,
+    loss=gvpo_method_loss,
+    fixed={"beta": 0.0, "num_iterations": 1},
     fidelity="deviation: mean over groups instead of the sum over a micro-batch; on-policy (one iteration per batch)",
 )
 def gvpo_advantages(batch: RolloutBatch, config) -> MethodOutput:
     """No advantage in the usual sense: the loss needs each completion's centred reward (over the
     scored completions of its group) and how many completions of its group were scored; both
     travel with the shuffled batch as per-row tensors (the loss inputs)."""
-    centred = group_normalised(batch.rewards, batch.row_index, batch.group_size, estimator=dr_grpo_advantage,
-                               gather=batch.gather)
-    scored = group_normalised(batch.rewards, batch.row_index, batch.group_size,
-                              estimator=group_scored_counts, gather=batch.gather)
+    centred = group_normalised(
+        batch.rewards,
+        batch.row_index,
+        batch.group_size,
+        estimator=dr_grpo_advantage,
+        gather=batch.gather,
+    )
+    scored = group_normalised(
+        batch.rewards,
+        batch.row_index,
+        batch.group_size,
+        estimator=group_scored_counts,
+        gather=batch.gather,
+    )
     loss_inputs = {"gvpo_centered_reward": centred, "gvpo_scored_count": scored}
     return MethodOutput(centred, advantage_metrics(centred), loss_inputs)

@@ -21,7 +21,9 @@ from gc2po.core.segment import episode_end_positions
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 
-def boundaries(episode_ids: torch.Tensor) -> tuple[list[int], list[int], list[int], torch.Tensor, torch.Tensor]:
+def boundaries(
+    episode_ids: torch.Tensor,
+) -> tuple[list[int], list[int], list[int], torch.Tensor, torch.Tensor]:
     """Episode boundaries of each row: before episode 1 (empty prefix, -1) and after episodes
     1..L-1. episode_ids [B,T] -> (rows, slots, prefix ends, num_episodes [B], step ends [B,S])."""
     rows, slots, ends, num_slots = episode_end_positions(episode_ids)
@@ -38,22 +40,42 @@ def boundaries(episode_ids: torch.Tensor) -> tuple[list[int], list[int], list[in
 
 
 @register_method(
-    "mrt", "MRT: dense progress rewards from forced answers at episode boundaries, reward-to-go advantages",
-    display_name="MRT", colour="#17becf", order=70,
-    needs_episodes=True, local_groups=True, max_episodes_field="mrt_max_episodes",
+    "mrt",
+    "MRT: dense progress rewards from forced answers at episode boundaries, reward-to-go advantages",
+    display_name="MRT",
+    colour="#17becf",
+    order=70,
+    needs_episodes=True,
+    local_groups=True,
+    max_episodes_field="mrt_max_episodes",
     fidelity="deviation: online dense-reward construction (BASELINES 5 ii); groups must be local to a process",
 )
 def mrt_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     rows, slots, prefix_ends, num_episodes, step_ends = boundaries(batch.episode_ids)
     success_flat = batch.services.forced_answer_success(rows, prefix_ends, config.mrt_num_stops)
     success = torch.zeros(step_ends.shape)
-    success[torch.tensor(rows, dtype=torch.long), torch.tensor(slots, dtype=torch.long)] = success_flat.float().cpu()
+    success[torch.tensor(rows, dtype=torch.long), torch.tensor(slots, dtype=torch.long)] = (
+        success_flat.float().cpu()
+    )
     r_out = batch.rewards.float().cpu()
-    adv, steps = mrt_token_advantages(success, num_episodes, step_ends, r_out, batch.completion_mask.bool().cpu(),
-                                      group_size=batch.group_size, alpha=config.mrt_alpha)
+    adv, steps = mrt_token_advantages(
+        success,
+        num_episodes,
+        step_ends,
+        r_out,
+        batch.completion_mask.bool().cpu(),
+        group_size=batch.group_size,
+        alpha=config.mrt_alpha,
+    )
     metrics = advantage_metrics(adv, batch.completion_mask.cpu())
     scored = torch.isfinite(r_out)
-    metrics.update({"mrt/j0_mean": success[:, 0].mean().item(),
-                    "mrt/progress_mean": (steps.sum(-1) - torch.nan_to_num(r_out))[scored].mean().item() if scored.any() else 0.0,
-                    "mrt/forced_answers": len(rows) * config.mrt_num_stops})
+    metrics.update(
+        {
+            "mrt/j0_mean": success[:, 0].mean().item(),
+            "mrt/progress_mean": (steps.sum(-1) - torch.nan_to_num(r_out))[scored].mean().item()
+            if scored.any()
+            else 0.0,
+            "mrt/forced_answers": len(rows) * config.mrt_num_stops,
+        }
+    )
     return adv.to(batch.completion_mask.device), metrics

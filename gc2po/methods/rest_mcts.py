@@ -25,9 +25,15 @@ from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 
 @register_method(
-    "rest_mcts", "ReST-MCTS*-lite: shallow branching, value targets, value head, filtered behaviour cloning",
-    display_name="ReST-MCTS*", colour="#2ca02c", order=30,
-    needs_episodes=True, needs_rollout_states=True, local_groups=True, fixed={"beta": 0.0},
+    "rest_mcts",
+    "ReST-MCTS*-lite: shallow branching, value targets, value head, filtered behaviour cloning",
+    display_name="ReST-MCTS*",
+    colour="#2ca02c",
+    order=30,
+    needs_episodes=True,
+    needs_rollout_states=True,
+    local_groups=True,
+    fixed={"beta": 0.0},
     fidelity="deviation: lite variant of BASELINES 7 (one branch point per rollout, online value head, no MCTS search)",
 )
 def rest_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
@@ -40,9 +46,16 @@ def rest_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     for row, ends in enumerate(step_ends):
         if len(ends) > 1:
             point = rng.randrange(1, len(ends))
-            branch_rows.append(row), branch_points.append(point), prefix_ends.append(ends[point - 1])
+            (
+                branch_rows.append(row),
+                branch_points.append(point),
+                prefix_ends.append(ends[point - 1]),
+            )
     branch_results = services.branch_outcomes(branch_rows, prefix_ends, config.rest_branches)
-    branches = {row: (point, results) for row, point, results in zip(branch_rows, branch_points, branch_results)}
+    branches = {
+        row: (point, results)
+        for row, point, results in zip(branch_rows, branch_points, branch_results)
+    }
     targets = torch.zeros(len(states.rows))
     for row, ends in enumerate(step_ends):
         point, results = branches.get(row, (0, []))
@@ -50,10 +63,16 @@ def rest_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
         values = rest_value_targets(*label_rollout_steps(len(ends), correct, point, results))
         targets[(states.rows == row).cpu()] = torch.tensor(values)
     predicted = services.fit_value_head(states.u, targets)  # [E]
-    min_value = torch.full((local_rows,), float("inf")).scatter_reduce(0, states.rows.cpu(), predicted.cpu(), "amin")
+    min_value = torch.full((local_rows,), float("inf")).scatter_reduce(
+        0, states.rows.cpu(), predicted.cpu(), "amin"
+    )
     selected = rest_selection(r_out, min_value, batch.group_size, config.rest_min_value)
     metrics = advantage_metrics(selected)
-    metrics.update({"rest/selected_frac": selected.mean().item(),
-                    "rest/value_target_mean": targets.mean().item() if targets.numel() else 0.0,
-                    "rest/branches": len(branch_rows) * config.rest_branches})
+    metrics.update(
+        {
+            "rest/selected_frac": selected.mean().item(),
+            "rest/value_target_mean": targets.mean().item() if targets.numel() else 0.0,
+            "rest/branches": len(branch_rows) * config.rest_branches,
+        }
+    )
     return selected.to(batch.completion_mask.device), metrics

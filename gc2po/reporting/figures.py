@@ -87,8 +87,15 @@ def _band(ax, xs, per_x_values, *, colour, style, label, bounds):
         ax.fill_between(xs, stats[:, 1], stats[:, 2], color=colour, alpha=0.2, linewidth=0)
 
 
-def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, title: str,
-                      bounds: Bounds = UNBOUNDED, names: RunNames = None) -> dict[str, int]:
+def metric_over_steps(
+    runs: Series,
+    key: str,
+    ylabel: str,
+    out_png: str | Path,
+    title: str,
+    bounds: Bounds = UNBOUNDED,
+    names: RunNames = None,
+) -> dict[str, int]:
     """``key`` per training step, mean over seeds with a 95% band within ``bounds`` (e.g.
     ``NON_NEGATIVE`` for a gradient norm); returns the steps plotted per run."""
     fig, ax = plt.subplots(figsize=(5, 3.2))
@@ -101,9 +108,15 @@ def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, 
                     by_step[record["step"]].append(float(record[key]))
         if by_step:
             steps = sorted(by_step)
-            _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run), bounds=bounds,
-                  style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
-                  label=_label(base, run, bases, names))
+            _band(
+                ax,
+                steps,
+                [by_step[s] for s in steps],
+                colour=method_colour(run),
+                bounds=bounds,
+                style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                label=_label(base, run, bases, names),
+            )
             plotted[f"{base}/{run}"] = len(steps)
     if not plotted:
         ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center", transform=ax.transAxes)
@@ -115,8 +128,13 @@ def metric_over_steps(runs: Series, key: str, ylabel: str, out_png: str | Path, 
     return plotted
 
 
-def training_cost(runs: dict[str, list[Path]], reference: str, out_png: str | Path, title: str,
-                  names: RunNames = None) -> dict[str, list]:
+def training_cost(
+    runs: dict[str, list[Path]],
+    reference: str,
+    out_png: str | Path,
+    title: str,
+    names: RunNames = None,
+) -> dict[str, list]:
     """Mean step time of each run relative to ``reference`` (one base model; seeds paired: the
     ratio is taken per seed), as bars with 95% error bars over seeds."""
     if reference not in runs:
@@ -127,15 +145,24 @@ def training_cost(runs: dict[str, list[Path]], reference: str, out_png: str | Pa
         return float(np.mean(times)) if times else float("nan")
 
     reference_times = [mean_step_time(p) for p in runs[reference]]
-    ratios = {run: [mean_step_time(p) / ref for p, ref in zip(paths, reference_times)] for run, paths in runs.items()}
+    ratios = {
+        run: [mean_step_time(p) / ref for p, ref in zip(paths, reference_times)]
+        for run, paths in runs.items()
+    }
     stats = {run: interval_within(r, NON_NEGATIVE) for run, r in ratios.items()}
     fig, ax = plt.subplots(figsize=(5, 3.2))
     means = [stats[n][0] for n in runs]
     errors = np.array([[stats[n][0] - stats[n][1], stats[n][2] - stats[n][0]] for n in runs]).T
-    ax.bar(range(len(runs)), means, color=[method_colour(n) for n in runs],
-           yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), capsize=3)
-    ax.set_xticks(range(len(runs)), [method_name(n, names) for n in runs], rotation=45, ha="right",
-                  fontsize=7)
+    ax.bar(
+        range(len(runs)),
+        means,
+        color=[method_colour(n) for n in runs],
+        yerr=None if np.isnan(errors).all() else np.nan_to_num(errors),
+        capsize=3,
+    )
+    ax.set_xticks(
+        range(len(runs)), [method_name(n, names) for n in runs], rotation=45, ha="right", fontsize=7
+    )
     ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
     ax.set_ylabel(f"step time / {method_name(reference, names)}")
     ax.set_title(title)
@@ -152,14 +179,22 @@ def budget_curves(summaries: Series, out_png: str | Path, title: str, names: Run
     fig, ax = plt.subplots(figsize=(5, 3.2))
     bases, budgets = _bases(summaries), []
     for (base, run), paths in summaries.items():
-        curves = [c for c in (json.loads(Path(p).read_text()).get("budget_curve", []) for p in paths) if c]
+        curves = [
+            c for c in (json.loads(Path(p).read_text()).get("budget_curve", []) for p in paths) if c
+        ]
         if not curves:
             continue
         budgets = [row["budget"] for row in curves[0]]
         per_budget = [[100 * c[i]["accuracy"] for c in curves] for i in range(len(budgets))]
-        _band(ax, budgets, per_budget, colour=method_colour(run), bounds=PERCENT,
-              style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
-              label=_label(base, run, bases, names))
+        _band(
+            ax,
+            budgets,
+            per_budget,
+            colour=method_colour(run),
+            bounds=PERCENT,
+            style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+            label=_label(base, run, bases, names),
+        )
     if budgets:
         ax.set_xscale("log", base=2)
         ax.set_xticks(budgets, [str(b) for b in budgets])
@@ -170,8 +205,12 @@ def budget_curves(summaries: Series, out_png: str | Path, title: str, names: Run
     _save(fig, ax, out_png)
 
 
-def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: list[str],
-                out_png: str | Path, names: RunNames = None):
+def token_usage(
+    summaries: dict[tuple[str, str, str], list[Path]],
+    benchmarks: list[str],
+    out_png: str | Path,
+    names: RunNames = None,
+):
     """Mean completion tokens per (run, benchmark): grouped bars, benchmarks in the tables'
     order, 95% error bars over seeds."""
     series = list(dict.fromkeys((base, run) for base, run, _ in summaries))
@@ -179,21 +218,37 @@ def token_usage(summaries: dict[tuple[str, str, str], list[Path]], benchmarks: l
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
     width = 0.8 / max(1, len(series))
     for i, (base, run) in enumerate(series):
-        tokens = [_summary_values(summaries.get((base, run, b), []), "mean_tokens") for b in benchmarks]
+        tokens = [
+            _summary_values(summaries.get((base, run, b), []), "mean_tokens") for b in benchmarks
+        ]
         stats = np.array([interval_within(values, NON_NEGATIVE) for values in tokens])
         errors = np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]])
-        ax.bar(np.arange(len(benchmarks)) + i * width, stats[:, 0], width, color=method_colour(run),
-               hatch="//" if bases.index(base) else None, label=_label(base, run, bases, names),
-               yerr=None if np.isnan(errors).all() else np.nan_to_num(errors), capsize=2, error_kw={"linewidth": 0.8})
-    ax.set_xticks(np.arange(len(benchmarks)) + 0.4 - width / 2, [benchmark_name(b) for b in benchmarks],
-                  rotation=20, ha="right", fontsize=7)
+        ax.bar(
+            np.arange(len(benchmarks)) + i * width,
+            stats[:, 0],
+            width,
+            color=method_colour(run),
+            hatch="//" if bases.index(base) else None,
+            label=_label(base, run, bases, names),
+            yerr=None if np.isnan(errors).all() else np.nan_to_num(errors),
+            capsize=2,
+            error_kw={"linewidth": 0.8},
+        )
+    ax.set_xticks(
+        np.arange(len(benchmarks)) + 0.4 - width / 2,
+        [benchmark_name(b) for b in benchmarks],
+        rotation=20,
+        ha="right",
+        fontsize=7,
+    )
     ax.set_ylabel("mean completion tokens")
     ax.set_title("Token usage")
     _save(fig, ax, out_png)
 
 
-def lambda_ablation(points: dict[tuple, dict[float, list[Path]]], benchmark: str,
-                    out_png: str | Path):
+def lambda_ablation(
+    points: dict[tuple, dict[float, list[Path]]], benchmark: str, out_png: str | Path
+):
     """pass@1 on ``benchmark`` against lambda_exp and lambda_cf: ``{(base, form, "lambda_exp"):
     {0.0: [summaries per seed], ...}}`` with form ``gc2po`` (the paper's) or ``gc2po_add`` (the
     corrected one; its points are squares); mean over seeds with 95% error bars."""
@@ -207,51 +262,69 @@ def lambda_ablation(points: dict[tuple, dict[float, list[Path]]], benchmark: str
         stats = np.array([interval_within(values, PERCENT) for values in percents])
         errors = np.vstack([stats[:, 0] - stats[:, 1], stats[:, 2] - stats[:, 0]])
         label = key if len(forms) == 1 else f"{method_name(form)}: {key}"
-        ax.errorbar(xs, stats[:, 0], yerr=None if np.isnan(errors).all() else np.nan_to_num(errors),
-                    marker="o" if form == "gc2po" else "s", capsize=3,
-                    color=method_colour(f"{form}_{ablation[key]}"),
-                    linestyle=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
-                    label=label if len(bases) == 1 else f"{base}: {label}")
+        ax.errorbar(
+            xs,
+            stats[:, 0],
+            yerr=None if np.isnan(errors).all() else np.nan_to_num(errors),
+            marker="o" if form == "gc2po" else "s",
+            capsize=3,
+            color=method_colour(f"{form}_{ablation[key]}"),
+            linestyle=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+            label=label if len(bases) == 1 else f"{base}: {label}",
+        )
     ax.set_xlabel("lambda (0 = the ablation; the paper's value = the method's default)")
     ax.set_ylabel(f"pass@1 on {benchmark_name(benchmark)} (%)")
     ax.set_title("lambda_exp and lambda_cf")
     _save(fig, ax, out_png)
 
 
-def learning_curves(curves: Series, benchmarks: list[str], out_png: str | Path,
-                    names: RunNames = None) -> dict[str, int]:
+def learning_curves(
+    curves: Series, benchmarks: list[str], out_png: str | Path, names: RunNames = None
+) -> dict[str, int]:
     """Accuracy (%) against training step, one panel per benchmark, mean over seeds with a 95%
     band; ``curves`` holds one learning-curve CSV (``gc2po.evaluation.learning_curve``) per seed.
     Returns the number of steps plotted per run."""
     import pandas as pd
 
-    fig, axes = plt.subplots(1, len(benchmarks), figsize=(3.2 * len(benchmarks), 3.0), squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(benchmarks), figsize=(3.2 * len(benchmarks), 3.0), squeeze=False
+    )
     bases, plotted = _bases(curves), {}
     frames = {key: pd.concat([pd.read_csv(p) for p in paths]) for key, paths in curves.items()}
     for ax, benchmark in zip(axes[0], benchmarks):
         for (base, run), frame in frames.items():
             rows = frame[frame.benchmark == benchmark]
             steps = sorted(rows.step.unique())
-            _band(ax, steps, [100 * rows[rows.step == s].accuracy.to_numpy() for s in steps],
-                  colour=method_colour(run), style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
-                  bounds=PERCENT,
-                  label=_label(base, run, bases, names) if ax is axes[0][-1] else None)
+            _band(
+                ax,
+                steps,
+                [100 * rows[rows.step == s].accuracy.to_numpy() for s in steps],
+                colour=method_colour(run),
+                style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                bounds=PERCENT,
+                label=_label(base, run, bases, names) if ax is axes[0][-1] else None,
+            )
             plotted[run] = len(steps)
         ax.set_title(benchmark_name(benchmark), fontsize=9)
         ax.set_xlabel("training step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0][0].set_ylabel("pass@1 (%)")
-    fig.suptitle("Learning curves: step 0 is the base model; bands are 95% CIs over seeds", fontsize=9)
+    fig.suptitle(
+        "Learning curves: step 0 is the base model; bands are 95% CIs over seeds", fontsize=9
+    )
     _save(fig, axes[0][-1], out_png)
     return plotted
 
 
-LENGTH_KEYS = {"completions/mean_length": "completion length (tokens)",
-               "episodes/mean_count": "episodes per completion"}
+LENGTH_KEYS = {
+    "completions/mean_length": "completion length (tokens)",
+    "episodes/mean_count": "episodes per completion",
+}
 
 
-def length_and_episodes(runs: Series, out_png: str | Path,
-                        names: RunNames = None) -> dict[str, dict]:
+def length_and_episodes(
+    runs: Series, out_png: str | Path, names: RunNames = None
+) -> dict[str, dict]:
     """Completion length and episodes per completion over training (metrics.jsonl keys
     ``LENGTH_KEYS``), one panel each, mean over seeds with a 95% band. The base model is the
     mean of every run's first step, whose completions were sampled before any update (a dashed
@@ -271,17 +344,29 @@ def length_and_episodes(runs: Series, out_png: str | Path,
             if by_step:
                 steps = sorted(by_step)
                 every_step.update(steps)
-                _band(ax, steps, [by_step[s] for s in steps], colour=method_colour(run),
-                      style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)], bounds=NON_NEGATIVE,
-                      label=_label(base, run, bases, names) if ax is axes[0][-1] else None)
+                _band(
+                    ax,
+                    steps,
+                    [by_step[s] for s in steps],
+                    colour=method_colour(run),
+                    style=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
+                    bounds=NON_NEGATIVE,
+                    label=_label(base, run, bases, names) if ax is axes[0][-1] else None,
+                )
                 plotted.setdefault(f"{base}/{run}", {})[key] = len(steps)
         if first[key]:
             label = f"{method_name('base')} (step-1 samples)" if ax is axes[0][-1] else None
-            ax.axhline(float(np.mean(first[key])), color=method_colour("base"), linestyle="--",
-                       linewidth=1, label=label)
+            ax.axhline(
+                float(np.mean(first[key])),
+                color=method_colour("base"),
+                linestyle="--",
+                linewidth=1,
+                label=label,
+            )
         else:
-            ax.text(0.5, 0.5, f"no run logged {key}", ha="center", va="center",
-                    transform=ax.transAxes)
+            ax.text(
+                0.5, 0.5, f"no run logged {key}", ha="center", va="center", transform=ax.transAxes
+            )
         if 0 < len(every_step) <= 10:  # a short run: one tick per step
             ax.set_xticks(sorted(every_step))
         else:

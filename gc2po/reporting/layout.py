@@ -39,9 +39,14 @@ Kind = TypeVar("Kind", bound="_Layout")
 def _pattern(template: str) -> re.Pattern:
     """A template's regex: ``{seed}`` and ``{step}`` match digits, any other field one path part."""
     parts = re.split(r"\{(\w+)\}", template)
-    regex = "".join(re.escape(part) if i % 2 == 0
-                    else rf"(?P<{part}>\d+)" if part in NUMBER_FIELDS else rf"(?P<{part}>[^/]+)"
-                    for i, part in enumerate(parts))
+    regex = "".join(
+        re.escape(part)
+        if i % 2 == 0
+        else rf"(?P<{part}>\d+)"
+        if part in NUMBER_FIELDS
+        else rf"(?P<{part}>[^/]+)"
+        for i, part in enumerate(parts)
+    )
     return re.compile(rf"(?:^|/){regex}/?$")
 
 
@@ -68,8 +73,12 @@ class _Layout:
         found = _pattern(cls.TEMPLATE).search(Path(path).as_posix())
         if not found:
             return None
-        return cls(**{name: int(value) if name in NUMBER_FIELDS else value
-                      for name, value in found.groupdict().items()})
+        return cls(
+            **{
+                name: int(value) if name in NUMBER_FIELDS else value
+                for name, value in found.groupdict().items()
+            }
+        )
 
     @classmethod
     def parse(cls: type[Kind], path: str | Path) -> Kind:

@@ -69,8 +69,9 @@ def benchmark_name(benchmark: str) -> str:
 def benchmark_order(benchmarks: list[str]) -> list[str]:
     """``benchmarks`` in the paper's column order (named ones first, then the rest by name)."""
     known = list(benchmark_names())
-    return sorted(benchmarks,
-                  key=lambda b: (b not in known, known.index(b) if b in known else 0, b))
+    return sorted(
+        benchmarks, key=lambda b: (b not in known, known.index(b) if b in known else 0, b)
+    )
 
 
 def method_order(runs: list[str]) -> list[str]:

@@ -30,14 +30,29 @@ def rulegraph_spec(dag) -> tuple[dict, int, int]:
     rules = sorted(depth, key=lambda name: (depth[name], name))
     index = {name: i for i, name in enumerate(rules)}
     nodes = [{"rule": name, "fx": 10, "fy": i * LINK_SPACING} for i, name in enumerate(rules)]
-    pairs = sorted({(index[needed.rule.name], index[job.rule.name]) for job in jobs
-                    for needed in dag.dependencies[job] if needed.rule.name != job.rule.name})
+    pairs = sorted(
+        {
+            (index[needed.rule.name], index[job.rule.name])
+            for job in jobs
+            for needed in dag.dependencies[job]
+            if needed.rule.name != job.rule.name
+        }
+    )
     links, direct = [], []
     for source, target in pairs:
-        link = {"target": target, "source": source, "sourcerule": rules[source], "targetrule": rules[target],
-                "value": 1}
+        link = {
+            "target": target,
+            "source": source,
+            "sourcerule": rules[source],
+            "targetrule": rules[target],
+            "value": 1,
+        }
         (direct if target - source == 1 else links).append(link)
-    return {"nodes": nodes, "links": links, "links_direct": direct}, 100, max(len(rules) - 1, 0) * LINK_SPACING
+    return (
+        {"nodes": nodes, "links": links, "links_direct": direct},
+        100,
+        max(len(rules) - 1, 0) * LINK_SPACING,
+    )
 
 
 def install() -> None:

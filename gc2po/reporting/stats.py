@@ -30,12 +30,15 @@ def problem_pass_at_1(samples) -> dict[str, float]:
 def _scores(per_seed_problem_scores) -> np.ndarray:
     scores = np.asarray([np.asarray(s, dtype=float) for s in per_seed_problem_scores], dtype=float)
     if scores.ndim != 2:
-        raise ValueError(f"scores must be [seeds, problems] with the same problems per seed, got shape {scores.shape}")
+        raise ValueError(
+            f"scores must be [seeds, problems] with the same problems per seed, got shape {scores.shape}"
+        )
     return scores
 
 
-def macro_bootstrap_ci(benchmark_scores: list, *, num_resamples: int = 1000, level: float = 0.95,
-                       seed: int = 0) -> tuple[float, float, float]:
+def macro_bootstrap_ci(
+    benchmark_scores: list, *, num_resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
     """Mean over benchmarks of each benchmark's mean score, and its percentile CI.
 
     ``benchmark_scores``: one ``[S, P_b]`` array per benchmark, all with the same S seeds. Each
@@ -48,13 +51,17 @@ def macro_bootstrap_ci(benchmark_scores: list, *, num_resamples: int = 1000, lev
         return float("nan"), float("nan"), float("nan")
     num_seeds = arrays[0].shape[0]
     if any(a.shape[0] != num_seeds for a in arrays):
-        raise ValueError(f"every benchmark needs the same seeds, got {[a.shape[0] for a in arrays]}")
+        raise ValueError(
+            f"every benchmark needs the same seeds, got {[a.shape[0] for a in arrays]}"
+        )
     rng = np.random.default_rng(seed)
     seeds = rng.integers(0, num_seeds, size=(num_resamples, num_seeds))  # [R, S]
     resampled = np.zeros(num_resamples)
     for scores in arrays:
         problems = rng.integers(0, scores.shape[1], size=(num_resamples, scores.shape[1]))  # [R, P]
-        seed_means = scores[:, problems].mean(axis=2).T  # [R, S]: each seed's mean over the drawn problems
+        seed_means = (
+            scores[:, problems].mean(axis=2).T
+        )  # [R, S]: each seed's mean over the drawn problems
         resampled += np.take_along_axis(seed_means, seeds, axis=1).mean(axis=1)
     resampled /= len(arrays)
     alpha = (1 - level) / 2
@@ -62,36 +69,48 @@ def macro_bootstrap_ci(benchmark_scores: list, *, num_resamples: int = 1000, lev
     return point, float(np.quantile(resampled, alpha)), float(np.quantile(resampled, 1 - alpha))
 
 
-def bootstrap_ci(per_seed_problem_scores, *, num_resamples: int = 1000, level: float = 0.95,
-                 seed: int = 0) -> tuple[float, float, float]:
+def bootstrap_ci(
+    per_seed_problem_scores, *, num_resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
     """Mean and percentile CI of the mean score of one ``[S, P]`` array (seeds, then problems
     resampled with replacement; the same problems for every seed)."""
-    return macro_bootstrap_ci([per_seed_problem_scores], num_resamples=num_resamples, level=level, seed=seed)
+    return macro_bootstrap_ci(
+        [per_seed_problem_scores], num_resamples=num_resamples, level=level, seed=seed
+    )
 
 
 def _paired(scores_a, scores_b) -> np.ndarray:
     a, b = _scores(scores_a), _scores(scores_b)
     if a.shape != b.shape:
-        raise ValueError(f"paired scores need the same [seeds, problems] shape, got {a.shape} and {b.shape}")
+        raise ValueError(
+            f"paired scores need the same [seeds, problems] shape, got {a.shape} and {b.shape}"
+        )
     return a - b
 
 
-def paired_bootstrap_diff(scores_a, scores_b, *, num_resamples: int = 1000, level: float = 0.95,
-                          seed: int = 0) -> tuple[float, float, float]:
+def paired_bootstrap_diff(
+    scores_a, scores_b, *, num_resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
     """Mean of ``a - b`` and its percentile CI, seeds and problems resampled jointly.
 
     ``scores_a``, ``scores_b``: ``[S, P]`` over the same seeds and problems. Each resample draws
     the same seeds and problems for both models, so what they share (a problem's difficulty)
     cancels: this is the bootstrap of the per-(seed, problem) differences.
     """
-    return bootstrap_ci(_paired(scores_a, scores_b), num_resamples=num_resamples, level=level, seed=seed)
+    return bootstrap_ci(
+        _paired(scores_a, scores_b), num_resamples=num_resamples, level=level, seed=seed
+    )
 
 
-def paired_macro_bootstrap_diff(benchmark_scores_a: list, benchmark_scores_b: list, **kwargs) -> tuple[float, float, float]:
+def paired_macro_bootstrap_diff(
+    benchmark_scores_a: list, benchmark_scores_b: list, **kwargs
+) -> tuple[float, float, float]:
     """:func:`paired_bootstrap_diff` of the mean over benchmarks (as :func:`macro_bootstrap_ci`)."""
     if len(benchmark_scores_a) != len(benchmark_scores_b):
         raise ValueError("paired scores need the same benchmarks")
-    return macro_bootstrap_ci([_paired(a, b) for a, b in zip(benchmark_scores_a, benchmark_scores_b)], **kwargs)
+    return macro_bootstrap_ci(
+        [_paired(a, b) for a, b in zip(benchmark_scores_a, benchmark_scores_b)], **kwargs
+    )
 
 
 @dataclass(frozen=True)
@@ -126,7 +145,7 @@ def paired_t_test(differences) -> tuple[float, float]:
     return float(t), float(2 * stats.t.sf(abs(t), df=d.size - 1))
 
 
-def sign_flip_test(differences, *, num_samples: int = 2 ** 16, seed: int = 0) -> float:
+def sign_flip_test(differences, *, num_samples: int = 2**16, seed: int = 0) -> float:
     """Two-sided p-value of the sign-flip permutation test of mean(differences) = 0.
 
     Under the null each difference is symmetric about 0, so every sign pattern is equally
@@ -163,8 +182,12 @@ def paired_macro_test(benchmark_scores_a: list, benchmark_scores_b: list) -> Pai
     benchmarks of its per-benchmark mean difference (one ``[S, P_b]`` pair per benchmark)."""
     if len(benchmark_scores_a) != len(benchmark_scores_b):
         raise ValueError("paired scores need the same benchmarks")
-    return paired_test_of_differences(np.mean([per_seed_differences(a, b)
-                                               for a, b in zip(benchmark_scores_a, benchmark_scores_b)], axis=0))
+    return paired_test_of_differences(
+        np.mean(
+            [per_seed_differences(a, b) for a, b in zip(benchmark_scores_a, benchmark_scores_b)],
+            axis=0,
+        )
+    )
 
 
 def seed_interval(values, level: float = 0.95) -> tuple[float, float, float]:

@@ -38,36 +38,52 @@ def protocol_text(protocols: list[dict], benchmarks: list[str]) -> str:
     for p in protocols[1:]:
         for key in PROTOCOL_KEYS:
             if p.get(key) != first.get(key):
-                raise ValueError(f"table: evaluation protocols differ in {key!r}: {first['file']} has {first.get(key)!r}, "
-                                 f"{p['file']} has {p.get(key)!r}")
+                raise ValueError(
+                    f"table: evaluation protocols differ in {key!r}: {first['file']} has {first.get(key)!r}, "
+                    f"{p['file']} has {p.get(key)!r}"
+                )
     per_benchmark: dict[str, dict] = {}
     for p in protocols:
         seen = per_benchmark.setdefault(p["benchmark"], p)
         for key in PER_BENCHMARK_KEYS:
             if p.get(key) != seen.get(key):
-                raise ValueError(f"table: {p['benchmark']}: evaluations differ in {key!r}: {seen['file']} has "
-                                 f"{seen.get(key)!r}, {p['file']} has {p.get(key)!r}")
+                raise ValueError(
+                    f"table: {p['benchmark']}: evaluations differ in {key!r}: {seen['file']} has "
+                    f"{seen.get(key)!r}, {p['file']} has {p.get(key)!r}"
+                )
     ns = {b: per_benchmark[b]["n"] for b in benchmarks if b in per_benchmark}
     usual_n = max(set(ns.values()), key=list(ns.values()).count)
     exceptions = ", ".join(f"{benchmark_name(b)}: {n}" for b, n in ns.items() if n != usual_n)
     graders = dict.fromkeys(per_benchmark[b]["grader"] for b in benchmarks if b in per_benchmark)
-    versions = dict(sorted({k: v for b in benchmarks if b in per_benchmark
-                            for k, v in per_benchmark[b].get("grader_versions", {}).items()}.items()))
-    return (f"n = {usual_n} sample{'s' if usual_n != 1 else ''} per problem"
-            + (f" ({exceptions})" if exceptions else "")
-            + f", temperature {first['temperature']}, top-p {first['top_p']}, at most {first['max_new_tokens']} new tokens,"
-            + f" {first['backend']} backend; grader: {', '.join(graders)}"
-            + (f" ({', '.join(f'{k} {v}' for k, v in versions.items())})" if versions else ""))
+    versions = dict(
+        sorted(
+            {
+                k: v
+                for b in benchmarks
+                if b in per_benchmark
+                for k, v in per_benchmark[b].get("grader_versions", {}).items()
+            }.items()
+        )
+    )
+    return (
+        f"n = {usual_n} sample{'s' if usual_n != 1 else ''} per problem"
+        + (f" ({exceptions})" if exceptions else "")
+        + f", temperature {first['temperature']}, top-p {first['top_p']}, at most {first['max_new_tokens']} new tokens,"
+        + f" {first['backend']} backend; grader: {', '.join(graders)}"
+        + (f" ({', '.join(f'{k} {v}' for k, v in versions.items())})" if versions else "")
+    )
 
 
 def caption_notes(cells: pd.DataFrame, protocol: str) -> str:
     base_seeds = cells.loc[cells.model == "base", "seeds"].iloc[0].split(",")
-    return ("Cells: mean pass@1 (%) over the problems of each benchmark and "
-            f"{len(base_seeds)} seed{'s' if len(base_seeds) != 1 else ''} ({', '.join(base_seeds)}), with its 95% "
-            "bootstrap CI in brackets; for a trained model, in parentheses, the paired difference to its base model "
-            "with the 95% CI of that difference (seeds and problems resampled jointly, 1000 resamples). Average: the "
-            "mean of the benchmark means. Bold: the highest trained value of a column when no other trained row "
-            f"shows the same value. Evaluation protocol: {protocol}.")
+    return (
+        "Cells: mean pass@1 (%) over the problems of each benchmark and "
+        f"{len(base_seeds)} seed{'s' if len(base_seeds) != 1 else ''} ({', '.join(base_seeds)}), with its 95% "
+        "bootstrap CI in brackets; for a trained model, in parentheses, the paired difference to its base model "
+        "with the 95% CI of that difference (seeds and problems resampled jointly, 1000 resamples). Average: the "
+        "mean of the benchmark means. Bold: the highest trained value of a column when no other trained row "
+        f"shows the same value. Evaluation protocol: {protocol}."
+    )
 
 
 def _rows(cells: pd.DataFrame, benchmarks: list[str], names: RunNames):
@@ -97,73 +113,152 @@ def _cell_text(cell, bold: bool, *, strong, small, number, before_difference=" "
     text = strong(value(cell["mean"])) if bold else value(cell["mean"])
     text += " " + small(f"[{value(cell['ci_low'])}, {value(cell['ci_high'])}]")
     if pd.notna(cell.get("diff")):
-        text += (f"{before_difference}({number(signed(cell['diff']))} "
-                 + small(f"[{number(signed(cell['diff_ci_low']))}, {number(signed(cell['diff_ci_high']))}]") + ")")
+        text += (
+            f"{before_difference}({number(signed(cell['diff']))} "
+            + small(
+                f"[{number(signed(cell['diff_ci_low']))}, {number(signed(cell['diff_ci_high']))}]"
+            )
+            + ")"
+        )
     return text
 
 
 def markdown_escape(text: str) -> str:
-    return "".join("\\" + c if c in "\\`*|" else c for c in text)  # "_" inside words is never emphasis
+    return "".join(
+        "\\" + c if c in "\\`*|" else c for c in text
+    )  # "_" inside words is never emphasis
 
 
-def to_markdown(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str,
-                names: RunNames = None) -> str:
+def to_markdown(
+    cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str, names: RunNames = None
+) -> str:
     header = ["Model"] + [benchmark_name(b) for b in benchmarks] + [AVERAGE]
-    lines = [f"### {title}", "", "| " + " | ".join(map(markdown_escape, header)) + " |", "|" + "---|" * len(header)]
+    lines = [
+        f"### {title}",
+        "",
+        "| " + " | ".join(map(markdown_escape, header)) + " |",
+        "|" + "---|" * len(header),
+    ]
     for _, _, label, row in _rows(cells, benchmarks, names):
-        texts = [_cell_text(c, b, strong=lambda t: f"**{t}**", small=str, number=str) for c, b in row]
+        texts = [
+            _cell_text(c, b, strong=lambda t: f"**{t}**", small=str, number=str) for c, b in row
+        ]
         lines.append("| " + " | ".join([markdown_escape(label)] + texts) + " |")
     return "\n".join(lines + ["", markdown_escape(caption_notes(cells, protocol)), ""])
 
 
-LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def latex_escape(text: str) -> str:
     return "".join(LATEX_SPECIAL.get(c, c) for c in str(text))
 
 
-def to_latex(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str, label: str,
-             names: RunNames = None) -> str:
+def to_latex(
+    cells: pd.DataFrame,
+    benchmarks: list[str],
+    title: str,
+    protocol: str,
+    label: str,
+    names: RunNames = None,
+) -> str:
     """A ``table`` environment; needs ``\\usepackage{booktabs,graphicx}``."""
     header = ["Model"] + [benchmark_name(b) for b in benchmarks] + [AVERAGE]
-    out = ["% needs \\usepackage{booktabs,graphicx}", "\\begin{table}[t]", "\\centering",
-           f"\\caption{{{latex_escape(title)}. {latex_escape(caption_notes(cells, protocol))}}}",
-           f"\\label{{tab:{latex_escape(label)}}}", "\\resizebox{\\linewidth}{!}{%",
-           "\\begin{tabular}{l" + "c" * (len(header) - 1) + "}", "\\toprule",
-           " & ".join(latex_escape(h) for h in header) + " \\\\"]
+    out = [
+        "% needs \\usepackage{booktabs,graphicx}",
+        "\\begin{table}[t]",
+        "\\centering",
+        f"\\caption{{{latex_escape(title)}. {latex_escape(caption_notes(cells, protocol))}}}",
+        f"\\label{{tab:{latex_escape(label)}}}",
+        "\\resizebox{\\linewidth}{!}{%",
+        "\\begin{tabular}{l" + "c" * (len(header) - 1) + "}",
+        "\\toprule",
+        " & ".join(latex_escape(h) for h in header) + " \\\\",
+    ]
     for _, model, row_label, row in _rows(cells, benchmarks, names):
         if model == "base":
             out.append("\\midrule")
-        texts = [_cell_text(c, b, strong=lambda t: f"\\textbf{{{t}}}", small=lambda t: f"{{\\scriptsize {t}}}",
-                            number=lambda t: f"${t}$") for c, b in row]
+        texts = [
+            _cell_text(
+                c,
+                b,
+                strong=lambda t: f"\\textbf{{{t}}}",
+                small=lambda t: f"{{\\scriptsize {t}}}",
+                number=lambda t: f"${t}$",
+            )
+            for c, b in row
+        ]
         out.append(" & ".join([latex_escape(row_label)] + texts) + " \\\\")
     out += ["\\bottomrule", "\\end{tabular}%", "}", "\\end{table}"]
     return "\n".join(out) + "\n"
 
 
-def to_html(cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str,
-            names: RunNames = None) -> str:
+def to_html(
+    cells: pd.DataFrame, benchmarks: list[str], title: str, protocol: str, names: RunNames = None
+) -> str:
     """A standalone HTML page (pandas Styler) for the Snakemake report: the paired difference on
     a second line of each cell, one block of rows per base model."""
     header = [benchmark_name(b) for b in benchmarks] + [AVERAGE]
     rows = list(_rows(cells, benchmarks, names))
-    index = pd.MultiIndex.from_tuples([(block, label) for block, _, label, _ in rows])  # unique across blocks
-    frame = pd.DataFrame([[_cell_text(c, b, strong=lambda t: f"<b>{t}</b>", small=lambda t: f"<small>{t}</small>",
-                                      number=str, before_difference="<br>") for c, b in row] for *_, row in rows],
-                         index=index, columns=header)
+    index = pd.MultiIndex.from_tuples(
+        [(block, label) for block, _, label, _ in rows]
+    )  # unique across blocks
+    frame = pd.DataFrame(
+        [
+            [
+                _cell_text(
+                    c,
+                    b,
+                    strong=lambda t: f"<b>{t}</b>",
+                    small=lambda t: f"<small>{t}</small>",
+                    number=str,
+                    before_difference="<br>",
+                )
+                for c, b in row
+            ]
+            for *_, row in rows
+        ],
+        index=index,
+        columns=header,
+    )
     base_rows = [(block, label) for block, model, label, _ in rows if model == "base"]
-    styler = (frame.style.format_index(escape="html", axis=0).format_index(escape="html", axis=1)
-              .set_caption(f"<b>{html.escape(title)}</b><br>{html.escape(caption_notes(cells, protocol))}")
-              .set_table_styles([
-                  {"selector": "", "props": "border-collapse: collapse; font-family: sans-serif; font-size: 13px;"},
-                  {"selector": "caption", "props": "caption-side: top; text-align: left; padding-bottom: 8px;"},
-                  {"selector": "th, td", "props": "padding: 4px 10px; border-bottom: 1px solid #ddd; "
-                                                  "text-align: right; white-space: nowrap;"},
-                  {"selector": "th.row_heading", "props": "text-align: left;"},
-              ])
-              .set_properties(subset=pd.IndexSlice[base_rows, :], **{"border-top": "2px solid #444"})
-              # a fixed element id (Styler's default is random): the same cells, the same bytes
-              .set_uuid("gc2po"))
+    styler = (
+        frame.style.format_index(escape="html", axis=0)
+        .format_index(escape="html", axis=1)
+        .set_caption(
+            f"<b>{html.escape(title)}</b><br>{html.escape(caption_notes(cells, protocol))}"
+        )
+        .set_table_styles(
+            [
+                {
+                    "selector": "",
+                    "props": "border-collapse: collapse; font-family: sans-serif; font-size: 13px;",
+                },
+                {
+                    "selector": "caption",
+                    "props": "caption-side: top; text-align: left; padding-bottom: 8px;",
+                },
+                {
+                    "selector": "th, td",
+                    "props": "padding: 4px 10px; border-bottom: 1px solid #ddd; "
+                    "text-align: right; white-space: nowrap;",
+                },
+                {"selector": "th.row_heading", "props": "text-align: left;"},
+            ]
+        )
+        .set_properties(subset=pd.IndexSlice[base_rows, :], **{"border-top": "2px solid #444"})
+        # a fixed element id (Styler's default is random): the same cells, the same bytes
+        .set_uuid("gc2po")
+    )
     return styler.to_html(doctype_html=True)

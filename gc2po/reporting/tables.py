@@ -50,8 +50,9 @@ class EvalFile:
         return layout.summary_path(self.path)
 
 
-def find_eval_files(eval_dir: str | Path, methods: list[str] | None = None, benchmarks: list[str] | None = None
-                    ) -> tuple[list[EvalFile], list[str], list[str]]:
+def find_eval_files(
+    eval_dir: str | Path, methods: list[str] | None = None, benchmarks: list[str] | None = None
+) -> tuple[list[EvalFile], list[str], list[str]]:
     """Evaluation files under ``eval_dir`` (an evaluation root of the results layout) and the
     methods and benchmarks to tabulate (default: all found; benchmarks in the paper's order)."""
     found = [EvalFile.from_path(p) for p in sorted(Path(eval_dir).glob(layout.EvalFile.GLOB))]
@@ -59,8 +60,10 @@ def find_eval_files(eval_dir: str | Path, methods: list[str] | None = None, benc
         raise ValueError(f"--eval-dir: no {layout.EvalFile.shown()} files under {eval_dir}")
     methods = methods or method_order(sorted({f.model for f in found} - {"base"}))
     benchmarks = benchmarks or benchmark_order(sorted({f.benchmark for f in found}))
-    for name, wanted, have in (("--methods", methods, {f.model for f in found}),
-                               ("--benchmarks", benchmarks, {f.benchmark for f in found})):
+    for name, wanted, have in (
+        ("--methods", methods, {f.model for f in found}),
+        ("--benchmarks", benchmarks, {f.benchmark for f in found}),
+    ):
         missing = sorted(set(wanted) - have)
         if missing:
             raise ValueError(f"{name}: no evaluation files for {missing} under {eval_dir}")
@@ -79,8 +82,10 @@ def problem_scores(path: Path) -> dict[str, float]:
             except (json.JSONDecodeError, KeyError, TypeError) as err:
                 raise ValueError(f"{path}: row {row}: not a per-sample record ({err!r})") from err
             if sample["correct"] not in (0, 1):  # true/false or 0/1; anything else is not a grade
-                raise ValueError(f"{path}: row {row}: 'correct' must be true/false or 0/1, "
-                                 f"got {sample['correct']!r}")
+                raise ValueError(
+                    f"{path}: row {row}: 'correct' must be true/false or 0/1, "
+                    f"got {sample['correct']!r}"
+                )
             samples.append(sample)
     if not samples:
         raise ValueError(f"{path}: no samples")
@@ -102,37 +107,57 @@ class Scores:
         sets = [set(self.by_cell.get((block, model, b), {})) for b in benchmarks]
         return sorted(set.intersection(*sets)) if sets else []
 
-    def array(self, block: str, model: str, benchmark: str, seeds: list[int], problems: list[str]) -> np.ndarray:
+    def array(
+        self, block: str, model: str, benchmark: str, seeds: list[int], problems: list[str]
+    ) -> np.ndarray:
         """``[S, P]`` scores over ``seeds`` and ``problems``."""
         by_seed = self.by_cell[(block, model, benchmark)]
         return np.array([[by_seed[s][p] for p in problems] for s in seeds])
 
-    def problems(self, block: str, benchmark: str, models: list[str], seeds: list[int]) -> list[str]:
+    def problems(
+        self, block: str, benchmark: str, models: list[str], seeds: list[int]
+    ) -> list[str]:
         """The problems of ``benchmark``, which every model must have on every one of ``seeds``:
         pairing across seeds and models needs the same problems (different data is a mistake)."""
         first = set(self.by_cell[(block, models[0], benchmark)][seeds[0]])
         for m in models:
             for s in seeds:
                 if set(self.by_cell[(block, m, benchmark)][s]) != first:
-                    raise ValueError(f"table: {block}/{m} seed {s} was evaluated on other {benchmark} problems than "
-                                     f"{block}/{models[0]} seed {seeds[0]}: {self.path(block, m, benchmark, s)}")
+                    raise ValueError(
+                        f"table: {block}/{m} seed {s} was evaluated on other {benchmark} problems than "
+                        f"{block}/{models[0]} seed {seeds[0]}: {self.path(block, m, benchmark, s)}"
+                    )
         return sorted(first)
 
     def path(self, block: str, model: str, benchmark: str, seed: int) -> str:
-        return next(p for p in self.sources[(block, model, benchmark)]
-                    if layout.EvalFile.parse(p).seed == seed)
+        return next(
+            p
+            for p in self.sources[(block, model, benchmark)]
+            if layout.EvalFile.parse(p).seed == seed
+        )
 
 
-def _row_cells(scores: Scores, block: str, model: str, benchmarks: list[str], base_seeds: list[int]) -> list[dict]:
+def _row_cells(
+    scores: Scores, block: str, model: str, benchmarks: list[str], base_seeds: list[int]
+) -> list[dict]:
     """The CSV rows of one (block, model): one per benchmark, then the Average."""
     seeds = scores.seeds(block, model, benchmarks)
     if not seeds:
-        raise ValueError(f"table: {block}/{model} has no seed evaluated on every one of {benchmarks}")
+        raise ValueError(
+            f"table: {block}/{model} has no seed evaluated on every one of {benchmarks}"
+        )
     paired_seeds = [s for s in seeds if s in base_seeds]
     trained = model != "base"
     if trained and not paired_seeds:
-        raise ValueError(f"table: {block}/{model} shares no seed with the base model ({seeds} vs {base_seeds})")
-    rows, own, mine, theirs = [], [], [], []  # own: [S, P] per benchmark; mine/theirs: paired with the base
+        raise ValueError(
+            f"table: {block}/{model} shares no seed with the base model ({seeds} vs {base_seeds})"
+        )
+    rows, own, mine, theirs = (
+        [],
+        [],
+        [],
+        [],
+    )  # own: [S, P] per benchmark; mine/theirs: paired with the base
     for benchmark in benchmarks:
         problems = scores.problems(block, benchmark, [model], seeds)
         own.append(scores.array(block, model, benchmark, seeds, problems))
@@ -140,24 +165,52 @@ def _row_cells(scores: Scores, block: str, model: str, benchmarks: list[str], ba
             common = scores.problems(block, benchmark, [model, "base"], paired_seeds)
             mine.append(scores.array(block, model, benchmark, paired_seeds, common))
             theirs.append(scores.array(block, "base", benchmark, paired_seeds, common))
-        rows.append({"benchmark": benchmark, "problems": len(problems),
-                     "sources": ";".join(scores.sources[(block, model, benchmark)])})
+        rows.append(
+            {
+                "benchmark": benchmark,
+                "problems": len(problems),
+                "sources": ";".join(scores.sources[(block, model, benchmark)]),
+            }
+        )
     rows.append({"benchmark": AVERAGE, "problems": sum(r["problems"] for r in rows), "sources": ""})
     for i, row in enumerate(rows):
-        part = slice(i, i + 1) if row["benchmark"] != AVERAGE else slice(None)  # the Average uses every benchmark
+        part = (
+            slice(i, i + 1) if row["benchmark"] != AVERAGE else slice(None)
+        )  # the Average uses every benchmark
         row.update(block=block, model=model, seeds=",".join(map(str, seeds)))
-        row.update(zip(("mean", "ci_low", "ci_high"), 100 * np.array(macro_bootstrap_ci(own[part]))))
+        row.update(
+            zip(("mean", "ci_low", "ci_high"), 100 * np.array(macro_bootstrap_ci(own[part])))
+        )
         if trained:
             row["paired_seeds"] = ",".join(map(str, paired_seeds))
-            row.update(zip(("diff", "diff_ci_low", "diff_ci_high"),
-                           100 * np.array(paired_macro_bootstrap_diff(mine[part], theirs[part]))))
+            row.update(
+                zip(
+                    ("diff", "diff_ci_low", "diff_ci_high"),
+                    100 * np.array(paired_macro_bootstrap_diff(mine[part], theirs[part])),
+                )
+            )
             test = paired_macro_test(mine[part], theirs[part])
             row.update(diff_t_p=test.t_p_value, diff_sign_flip_p=test.sign_flip_p_value)
     return rows
 
 
-CSV_COLUMNS = ["block", "model", "benchmark", "mean", "ci_low", "ci_high", "diff", "diff_ci_low", "diff_ci_high",
-               "diff_t_p", "diff_sign_flip_p", "seeds", "paired_seeds", "problems", "sources"]
+CSV_COLUMNS = [
+    "block",
+    "model",
+    "benchmark",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "diff",
+    "diff_ci_low",
+    "diff_ci_high",
+    "diff_t_p",
+    "diff_sign_flip_p",
+    "seeds",
+    "paired_seeds",
+    "problems",
+    "sources",
+]
 
 
 def cell_table(files: list[EvalFile], order: list[str], benchmarks: list[str]) -> pd.DataFrame:
@@ -167,7 +220,9 @@ def cell_table(files: list[EvalFile], order: list[str], benchmarks: list[str]) -
     for block in dict.fromkeys(f.block for f in sorted(files, key=lambda f: f.block)):
         base_seeds = scores.seeds(block, "base", benchmarks)
         if not base_seeds:
-            raise ValueError(f"table: no evaluation of the base model of block {block!r} on every one of {benchmarks}")
+            raise ValueError(
+                f"table: no evaluation of the base model of block {block!r} on every one of {benchmarks}"
+            )
         for model in ["base"] + method_order([m for m in order if m != "base"]):
             rows += _row_cells(scores, block, model, benchmarks, base_seeds)
     return pd.DataFrame(rows).reindex(columns=CSV_COLUMNS)
@@ -180,24 +235,42 @@ def read_protocols(files: list[EvalFile]) -> list[dict]:
         try:
             summary = json.loads(f.summary_path.read_text())
         except (OSError, json.JSONDecodeError) as err:
-            raise ValueError(f"{f.summary_path}: cannot read the evaluation summary: {err}") from err
+            raise ValueError(
+                f"{f.summary_path}: cannot read the evaluation summary: {err}"
+            ) from err
         if "protocol" not in summary:
-            raise ValueError(f"{f.summary_path}: no 'protocol' (written by an older gc2po; evaluate again)")
-        protocols.append({**summary["protocol"], "benchmark": f.benchmark, "file": str(f.summary_path)})
+            raise ValueError(
+                f"{f.summary_path}: no 'protocol' (written by an older gc2po; evaluate again)"
+            )
+        protocols.append(
+            {**summary["protocol"], "benchmark": f.benchmark, "file": str(f.summary_path)}
+        )
     return protocols
 
 
-def write_table(files: list[EvalFile], order: list[str], benchmarks: list[str], title: str, *, md: Path, tex: Path,
-                csv: Path, html: Path | None = None, label: str = "table",
-                names: RunNames = None) -> pd.DataFrame:
+def write_table(
+    files: list[EvalFile],
+    order: list[str],
+    benchmarks: list[str],
+    title: str,
+    *,
+    md: Path,
+    tex: Path,
+    csv: Path,
+    html: Path | None = None,
+    label: str = "table",
+    names: RunNames = None,
+) -> pd.DataFrame:
     """Write the table as Markdown, LaTeX, CSV (and HTML), rows named as ``names`` says (run
     label -> display name, from the plan); returns the cells."""
     if not files:
         raise ValueError("table: no evaluation files")
     protocol = table_format.protocol_text(read_protocols(files), benchmarks)
     cells = cell_table(files, order, benchmarks)
-    outputs = {md: table_format.to_markdown(cells, benchmarks, title, protocol, names),
-               tex: table_format.to_latex(cells, benchmarks, title, protocol, label, names)}
+    outputs = {
+        md: table_format.to_markdown(cells, benchmarks, title, protocol, names),
+        tex: table_format.to_latex(cells, benchmarks, title, protocol, label, names),
+    }
     if html is not None:
         outputs[html] = table_format.to_html(cells, benchmarks, title, protocol, names)
     for path, text in outputs.items():

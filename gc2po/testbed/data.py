@@ -9,7 +9,9 @@ from pathlib import Path
 from gc2po.testbed.generator import CueConfig, Problem, generate_splits
 
 
-def write_splits(sizes: dict[str, int], seed: int, out_dir: str | Path, cue: dict | None = None) -> dict:
+def write_splits(
+    sizes: dict[str, int], seed: int, out_dir: str | Path, cue: dict | None = None
+) -> dict:
     """Write every split of ``sizes``; ``cue`` is the config's ``testbed.cue`` mapping (frac,
     accuracy; None: no cue)."""
     cue_config = cue_from_mapping(cue)
@@ -24,8 +26,11 @@ def write_splits(sizes: dict[str, int], seed: int, out_dir: str | Path, cue: dic
         tmp = path.with_suffix(".tmp")
         tmp.write_text(text)
         tmp.replace(path)
-        manifest["splits"][split] = {"count": len(problems), "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                                     "ids": [p.id for p in problems]}
+        manifest["splits"][split] = {
+            "count": len(problems),
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "ids": [p.id for p in problems],
+        }
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
 

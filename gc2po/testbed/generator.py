@@ -31,11 +31,26 @@ OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b
 
 TEMPLATES = {
     "train": {
-        "start": ["{name} has {x} {item}.", "{name} starts with {x} {item}.", "A box holds {x} {item} for {name}."],
-        "+": ["{name} gets {n} more.", "{name} buys {n} more {item}.", "Then {n} more {item} arrive."],
+        "start": [
+            "{name} has {x} {item}.",
+            "{name} starts with {x} {item}.",
+            "A box holds {x} {item} for {name}.",
+        ],
+        "+": [
+            "{name} gets {n} more.",
+            "{name} buys {n} more {item}.",
+            "Then {n} more {item} arrive.",
+        ],
         "-": ["{name} gives away {n}.", "{name} loses {n} {item}.", "Then {n} {item} are used up."],
-        "*": ["The {item} are multiplied by {n}.", "{name} ends up with {n} times as many.", "Then the {item} grow {n}-fold."],
-        "question": ["How many {item} does {name} have now?", "How many {item} are there in the end?"],
+        "*": [
+            "The {item} are multiplied by {n}.",
+            "{name} ends up with {n} times as many.",
+            "Then the {item} grow {n}-fold.",
+        ],
+        "question": [
+            "How many {item} does {name} have now?",
+            "How many {item} are there in the end?",
+        ],
     },
     "held_out": {
         "start": ["At first, {name} owns {x} {item}.", "{name} collects {x} {item}."],
@@ -46,7 +61,11 @@ TEMPLATES = {
     },
 }
 CUES = ["{other} bets the answer is {g}.", "{other} guesses {g}."]
-DISTRACTORS = ["{other} has {m} {item2}.", "{other} once saw {m} {item2}.", "It is {m} degrees outside."]
+DISTRACTORS = [
+    "{other} has {m} {item2}.",
+    "{other} once saw {m} {item2}.",
+    "It is {m} degrees outside.",
+]
 
 SPLITS = {
     # name: (templates, min steps, max steps, distractor sentences, cue: "id" | "wrong" | None)
@@ -71,7 +90,11 @@ class CueConfig:
     def __post_init__(self):
         for key in ("frac", "accuracy"):
             value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 <= value <= 1
+            ):
                 raise ValueError(f"testbed.cue.{key}: must be a number in [0, 1], got {value!r}")
 
 
@@ -96,15 +119,27 @@ class Problem:
         meta["values"] = list(self.values)
         if self.cue is None:
             del meta["cue"]  # a testbed without the cue writes the records it wrote before
-        return {"id": self.id, "source": "testbed", "question": self.question, "answer": str(self.answer), "meta": meta}
+        return {
+            "id": self.id,
+            "source": "testbed",
+            "question": self.question,
+            "answer": str(self.answer),
+            "meta": meta,
+        }
 
     @classmethod
     def from_record(cls, record: dict) -> Problem:
         meta = record["meta"]
         cue = meta.get("cue")
-        return cls(record["id"], meta["split"], record["question"], int(meta["start"]),
-                   tuple((op, int(n)) for op, n in meta["steps"]), tuple(int(v) for v in meta["values"]),
-                   None if cue is None else int(cue))
+        return cls(
+            record["id"],
+            meta["split"],
+            record["question"],
+            int(meta["start"]),
+            tuple((op, int(n)) for op, n in meta["steps"]),
+            tuple(int(v) for v in meta["values"]),
+            None if cue is None else int(cue),
+        )
 
 
 def _draw_chain(rng: random.Random, num_steps: int) -> tuple[int, list[tuple[str, int]], list[int]]:
@@ -148,7 +183,9 @@ def _phrase(rng, templates, start, steps, distractors, cue_value=None, cue_rng=N
     return " ".join(sentences)
 
 
-def generate_splits(sizes: dict[str, int], seed: int, cue: CueConfig | None = None) -> dict[str, list[Problem]]:
+def generate_splits(
+    sizes: dict[str, int], seed: int, cue: CueConfig | None = None
+) -> dict[str, list[Problem]]:
     """Problems for each split in ``sizes`` (``{"train": 2000, "test_id": 200, ...}``).
 
     Deterministic in ``seed``; splits are generated in a fixed order and a problem is redrawn
@@ -162,7 +199,9 @@ def generate_splits(sizes: dict[str, int], seed: int, cue: CueConfig | None = No
     if unknown:
         raise ValueError(f"unknown testbed split(s) {unknown}; valid: {sorted(SPLITS)}")
     seen: set[str] = set()
-    earlier_numbers: set[tuple[str, ...]] = set()  # the numbers each problem of an earlier split states
+    earlier_numbers: set[tuple[str, ...]] = (
+        set()
+    )  # the numbers each problem of an earlier split states
     out: dict[str, list[Problem]] = {}
     for split in SPLITS:  # fixed order: train first
         if split not in sizes:
@@ -175,7 +214,9 @@ def generate_splits(sizes: dict[str, int], seed: int, cue: CueConfig | None = No
         while len(problems) < sizes[split]:
             attempts += 1
             if attempts > 50 * sizes[split] + 1000:
-                raise ValueError(f"testbed split {split!r}: could not draw {sizes[split]} distinct problems")
+                raise ValueError(
+                    f"testbed split {split!r}: could not draw {sizes[split]} distinct problems"
+                )
             start, steps, values = _draw_chain(rng, rng.randint(low, high))
             # the cue's draws come from their own stream, so frac 0 leaves the other texts as they were
             cue_value = _draw_cue(cue_rng, cue_kind, values[-1], cue)
@@ -183,8 +224,17 @@ def generate_splits(sizes: dict[str, int], seed: int, cue: CueConfig | None = No
             if question in seen or tuple(NUMBER.findall(question)) in earlier_numbers:
                 continue
             seen.add(question)
-            problems.append(Problem(f"{split}-{len(problems):05d}", split, question, start, tuple(steps),
-                                    tuple(values), cue_value))
+            problems.append(
+                Problem(
+                    f"{split}-{len(problems):05d}",
+                    split,
+                    question,
+                    start,
+                    tuple(steps),
+                    tuple(values),
+                    cue_value,
+                )
+            )
         out[split] = problems
         earlier_numbers.update(tuple(NUMBER.findall(p.question)) for p in problems)
     return out

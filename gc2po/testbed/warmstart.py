@@ -38,7 +38,9 @@ class WarmStartConfig:
     num_heads: int = 4
     slip_frac: float = 0.2  # solutions with one arithmetic slip (near misses)
     shortcut_frac: float = 0.1  # solutions with wrong steps but the right answer (lucky guesses)
-    copy_frac: float = 0.0  # problems with a cue whose solution copies the bet (the spurious shortcut)
+    copy_frac: float = (
+        0.0  # problems with a cue whose solution copies the bet (the spurious shortcut)
+    )
     epochs: float = 8.0  # step budget = int(epochs * ceil(examples / batch_size))
     batch_size: int = 32
     lr: float = 3e-3
@@ -55,7 +57,11 @@ class WarmStartConfig:
             if key not in fields:
                 raise ValueError(f"{where}: unknown key {key!r}; valid: {sorted(fields)}")
             expected = type(fields[key].default)
-            ok = isinstance(value, (int, float)) if expected is float else isinstance(value, expected)
+            ok = (
+                isinstance(value, (int, float))
+                if expected is float
+                else isinstance(value, expected)
+            )
             if not ok or isinstance(value, bool):
                 raise ValueError(f"{where}.{key}: must be {expected.__name__}, got {value!r}")
         return cls(**(values or {}))
@@ -70,7 +76,11 @@ class WarmStartConfig:
 
 
 def prompt_messages(problem_or_question) -> list[dict]:
-    question = problem_or_question.question if isinstance(problem_or_question, Problem) else problem_or_question
+    question = (
+        problem_or_question.question
+        if isinstance(problem_or_question, Problem)
+        else problem_or_question
+    )
     return build_messages(question, instruction=TESTBED_INSTRUCTION)
 
 
@@ -80,7 +90,13 @@ def sft_pairs(problems: list[Problem], config: WarmStartConfig) -> list[tuple[li
     pairs = []
     for problem in problems:
         draw = rng.random()
-        kind = "slip" if draw < config.slip_frac else "shortcut" if draw < config.slip_frac + config.shortcut_frac else "correct"
+        kind = (
+            "slip"
+            if draw < config.slip_frac
+            else "shortcut"
+            if draw < config.slip_frac + config.shortcut_frac
+            else "correct"
+        )
         if problem.cue is not None and rng.random() < config.copy_frac:  # drawn only where a cue is
             kind = "copy"
         pairs.append((prompt_messages(problem), solution_text(problem, kind, rng)))
@@ -93,7 +109,9 @@ def encode_pairs(tokenizer, pairs) -> list[tuple[list[int], int]]:
     for messages, solution in pairs:
         prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        completion_ids = tokenizer(solution, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        completion_ids = tokenizer(solution, add_special_tokens=False)["input_ids"] + [
+            tokenizer.eos_token_id
+        ]
         out.append((prompt_ids + completion_ids, len(prompt_ids)))
     return out
 
@@ -106,7 +124,7 @@ def collate(examples: list[tuple[list[int], int]], pad_id: int) -> dict[str, tor
     attention = torch.zeros((len(examples), width), dtype=torch.long)
     for row, (ids, prompt_len) in enumerate(examples):
         input_ids[row, : len(ids)] = torch.tensor(ids)
-        labels[row, prompt_len: len(ids)] = torch.tensor(ids[prompt_len:])
+        labels[row, prompt_len : len(ids)] = torch.tensor(ids[prompt_len:])
         attention[row, : len(ids)] = 1
     return {"input_ids": input_ids, "attention_mask": attention, "labels": labels}
 
@@ -119,11 +137,24 @@ def _training_args(scratch_dir: Path, total_steps: int, config: WarmStartConfig)
     from transformers import TrainingArguments
 
     return TrainingArguments(
-        output_dir=str(scratch_dir), max_steps=total_steps, per_device_train_batch_size=config.batch_size,
-        learning_rate=config.lr, weight_decay=config.weight_decay, lr_scheduler_type="cosine",
-        warmup_steps=max(1, int(config.warmup_frac * total_steps)), max_grad_norm=1.0, optim="adamw_torch",
-        seed=config.seed, data_seed=config.seed, use_cpu=True, save_strategy="no", report_to="none",
-        logging_steps=LOG_EVERY, disable_tqdm=True, remove_unused_columns=False, dataloader_num_workers=0,
+        output_dir=str(scratch_dir),
+        max_steps=total_steps,
+        per_device_train_batch_size=config.batch_size,
+        learning_rate=config.lr,
+        weight_decay=config.weight_decay,
+        lr_scheduler_type="cosine",
+        warmup_steps=max(1, int(config.warmup_frac * total_steps)),
+        max_grad_norm=1.0,
+        optim="adamw_torch",
+        seed=config.seed,
+        data_seed=config.seed,
+        use_cpu=True,
+        save_strategy="no",
+        report_to="none",
+        logging_steps=LOG_EVERY,
+        disable_tqdm=True,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
     )
 
 
@@ -134,12 +165,19 @@ def _loss_logger(log, history: list[dict]):
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "loss" in logs:
                 history.append({"step": state.global_step, "loss": round(float(logs["loss"]), 6)})
-                log(f"warm start step {state.global_step}/{state.max_steps} loss {logs['loss']:.4f}")
+                log(
+                    f"warm start step {state.global_step}/{state.max_steps} loss {logs['loss']:.4f}"
+                )
 
     return LossLogger()
 
 
-def warm_start(problems: list[Problem], output_dir: str | Path, config: WarmStartConfig | None = None, log=print) -> dict:
+def warm_start(
+    problems: list[Problem],
+    output_dir: str | Path,
+    config: WarmStartConfig | None = None,
+    log=print,
+) -> dict:
     """Train the tokenizer and the tiny model on ``problems``; save both to ``output_dir``.
 
     Returns (and writes to ``warmstart.json``) the run's statistics: a pure function of the
@@ -150,25 +188,39 @@ def warm_start(problems: list[Problem], output_dir: str | Path, config: WarmStar
     config = config or WarmStartConfig()
     torch.set_num_threads(config.num_threads)
     pairs = sft_pairs(problems, config)
-    tokenizer = train_tokenizer([m[0]["content"] + " " + s for m, s in pairs], vocab_size=config.vocab_size)
+    tokenizer = train_tokenizer(
+        [m[0]["content"] + " " + s for m, s in pairs], vocab_size=config.vocab_size
+    )
     examples = encode_pairs(tokenizer, pairs)
     model = build_causal_lm(
-        tokenizer, architecture=config.architecture, hidden_size=config.hidden_size,
-        num_layers=config.num_layers, num_heads=config.num_heads,
-        max_position_embeddings=max(len(ids) for ids, _ in examples) * 2 + 64, seed=config.seed,
+        tokenizer,
+        architecture=config.architecture,
+        hidden_size=config.hidden_size,
+        num_layers=config.num_layers,
+        num_heads=config.num_heads,
+        max_position_embeddings=max(len(ids) for ids, _ in examples) * 2 + 64,
+        seed=config.seed,
     )
     output_dir = Path(output_dir)
     total_steps = step_budget(len(examples), config)
     history: list[dict] = []
-    with tempfile.TemporaryDirectory() as scratch:  # the Trainer's own folder; nothing of it is kept
-        trainer = Trainer(model=model, args=_training_args(Path(scratch), total_steps, config),
-                          train_dataset=examples, data_collator=lambda batch: collate(batch, tokenizer.pad_token_id),
-                          callbacks=[_loss_logger(log, history)])
+    with (
+        tempfile.TemporaryDirectory() as scratch
+    ):  # the Trainer's own folder; nothing of it is kept
+        trainer = Trainer(
+            model=model,
+            args=_training_args(Path(scratch), total_steps, config),
+            train_dataset=examples,
+            data_collator=lambda batch: collate(batch, tokenizer.pad_token_id),
+            callbacks=[_loss_logger(log, history)],
+        )
         trainer.remove_callback(PrinterCallback)  # the loss logger above reports progress
         result = trainer.train()
     model.eval()
     output_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(output_dir)  # not trainer.save_model: that adds a pickled training_args.bin
+    model.save_pretrained(
+        output_dir
+    )  # not trainer.save_model: that adds a pickled training_args.bin
     tokenizer.save_pretrained(output_dir)
     stats = {
         "config": asdict(config),

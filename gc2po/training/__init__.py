@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import importlib
 
-_LAZY = {"GC2POConfig": "gc2po.training.config", "GC2POTrainer": "gc2po.training.trainer",
-         "train": "gc2po.training.train"}
+_LAZY = {
+    "GC2POConfig": "gc2po.training.config",
+    "GC2POTrainer": "gc2po.training.trainer",
+    "train": "gc2po.training.train",
+}
 __all__ = list(_LAZY)
 
 

@@ -114,8 +114,10 @@ class GC2POConfig(GRPOConfig):
     cf_tau: float = _help("Temperature tau of the stability term.", 0.1)
     cf_eps_u: float = _help("eps_u in the expressiveness term's denominator (> 0).", 1e-6)
     num_perturbations: int = _help("Monte Carlo samples M of perturbed states.", 8)
-    perturbation: str = _help(f"Comma-separated operators applied in order, from {sorted(PERTURBATIONS)}.",
-                              "dropout,gaussian")
+    perturbation: str = _help(
+        f"Comma-separated operators applied in order, from {sorted(PERTURBATIONS)}.",
+        "dropout,gaussian",
+    )
     perturbation_p: float = _help("Dropout probability of the dropout operator.", 0.1)
     perturbation_sigma: float = _help("Relative noise scale of the gaussian operator.", 0.1)
     perturbation_alpha: float = _help("Mixing weight of the group_mix operator.", 0.3)
@@ -125,12 +127,17 @@ class GC2POConfig(GRPOConfig):
     trunc_frac: float = _help("Fraction of token rewards dropped at each tail.", 0.05)
     adv_clip: float = _help("Token advantages are clamped to [-adv_clip, adv_clip].", 10.0)
     episode_weight_norm: str = _help(f"One of {list(EPISODE_WEIGHT_NORMS)}.", "sum")
-    cf_state: str | None = _help(f"Token whose state is u for R_cf, one of {list(STATE_CHOICES)}; "
-                                 "None: the method's.")
+    cf_state: str | None = _help(
+        f"Token whose state is u for R_cf, one of {list(STATE_CHOICES)}; None: the method's."
+    )
     cf_std_floor: float = _help("Corrected GC2PO: floor on the group std of R_cf.", 0.1)
     cf_z_clip: float = _help("Corrected GC2PO: R_cf z-scores are clamped to +-cf_z_clip.", 3.0)
-    sampling_ratio_pass: bool = _help("Extra no-grad pass for old log-probs (sampling-ratio metric).", False)
-    fast_generation: bool = _help("Prefill each prompt once, run unfinished rows only (same tokens).", True)
+    sampling_ratio_pass: bool = _help(
+        "Extra no-grad pass for old log-probs (sampling-ratio metric).", False
+    )
+    fast_generation: bool = _help(
+        "Prefill each prompt once, run unfinished rows only (same tokens).", True
+    )
     max_consecutive_skipped_steps: int = _help("Non-finite steps in a row that stop the run.", 3)
     metrics_path: str | None = _help("JSONL file that receives every logged step.")
     length_penalty_alpha: float = _help("alpha of the length-penalty baseline.", 0.1)
@@ -140,8 +147,10 @@ class GC2POConfig(GRPOConfig):
     mrt_num_stops: int = _help("Forced-answer samples per episode boundary (MRT).", 4)
     mrt_max_episodes: int = _help("Episodes per completion for MRT (later ones merge).", 6)
     mrt_answer_tokens: int = _help("Tokens generated for a forced answer (MRT).", 16)
-    force_answer_text: str = _help("Appended to a cut trajectory to force a final answer (MRT's meta-prover).",
-                                   "\n\nTime is up. The final answer is \\boxed{")
+    force_answer_text: str = _help(
+        "Appended to a cut trajectory to force a final answer (MRT's meta-prover).",
+        "\n\nTime is up. The final answer is \\boxed{",
+    )
     rest_branches: int = _help("Continuations per branch point (ReST-MCTS*-lite).", 3)
     rest_min_value: float = _help("Minimum predicted step value to clone a rollout.", 0.2)
     rest_value_lr: float = _help("Learning rate of the ReST-MCTS* value head.", 1e-3)
@@ -154,15 +163,18 @@ class GC2POConfig(GRPOConfig):
         # what the method fixes is refused when set otherwise (a field left at its default
         # takes the method's value): the one rule, shared with run configs (Method.check_fixed)
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        method.check_fixed({key: getattr(self, key) for key in method.fixed
-                            if getattr(self, key) != defaults[key]})
+        method.check_fixed(
+            {key: getattr(self, key) for key in method.fixed if getattr(self, key) != defaults[key]}
+        )
         for key, value in method.fixed.items():
             setattr(self, key, value)
         if self.cf_state is None:
             self.cf_state = method.cf_state
         if self.cf_state != "episode_end" and not method.needs_cf:
-            raise ValueError(f"cf_state applies to the GC2PO methods only; method {self.method!r} "
-                             "reads episode ends")
+            raise ValueError(
+                f"cf_state applies to the GC2PO methods only; method {self.method!r} "
+                "reads episode ends"
+            )
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {self.precision!r}")
         self.bf16, self.fp16 = self.precision != "fp32", False
@@ -170,24 +182,35 @@ class GC2POConfig(GRPOConfig):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise ValueError(f"{key} must be in [0, 1], got {getattr(self, key)!r}")
         checks = [
-            ("cf_tau", self.cf_tau > 0, "> 0"), ("cf_eps_u", self.cf_eps_u > 0, "> 0"),
-            ("num_perturbations", self.num_perturbations >= 1, ">= 1"), ("answer_topk", self.answer_topk >= 1, ">= 1"),
+            ("cf_tau", self.cf_tau > 0, "> 0"),
+            ("cf_eps_u", self.cf_eps_u > 0, "> 0"),
+            ("num_perturbations", self.num_perturbations >= 1, ">= 1"),
+            ("answer_topk", self.answer_topk >= 1, ">= 1"),
             ("answer_space", self.answer_space in ANSWER_SPACES, f"one of {list(ANSWER_SPACES)}"),
-            ("episode_weight_norm", self.episode_weight_norm in EPISODE_WEIGHT_NORMS,
-             f"one of {list(EPISODE_WEIGHT_NORMS)}"),
-            ("trunc_frac", 0 <= self.trunc_frac < 0.5, "in [0, 0.5)"), ("adv_clip", self.adv_clip > 0, "> 0"),
+            (
+                "episode_weight_norm",
+                self.episode_weight_norm in EPISODE_WEIGHT_NORMS,
+                f"one of {list(EPISODE_WEIGHT_NORMS)}",
+            ),
+            ("trunc_frac", 0 <= self.trunc_frac < 0.5, "in [0, 0.5)"),
+            ("adv_clip", self.adv_clip > 0, "> 0"),
             ("cf_state", self.cf_state in STATE_CHOICES, f"one of {list(STATE_CHOICES)}"),
             ("cf_std_floor", self.cf_std_floor > 0, "> 0"),
             ("cf_z_clip", self.cf_z_clip > 0, "> 0"),
             ("max_consecutive_skipped_steps", self.max_consecutive_skipped_steps >= 1, ">= 1"),
-            ("multi_objective_aggregation", self.multi_objective_aggregation == "sum_then_normalize",
-             "'sum_then_normalize' (R_out is the weighted sum of the reward functions)"),
+            (
+                "multi_objective_aggregation",
+                self.multi_objective_aggregation == "sum_then_normalize",
+                "'sum_then_normalize' (R_out is the weighted sum of the reward functions)",
+            ),
         ]
         for key, ok, rule in checks:
             if not ok:
                 raise ValueError(f"{key} must be {rule}, got {getattr(self, key)!r}")
         if self.num_generations is not None and self.num_generations < 2:
-            raise ValueError(f"num_generations must be >= 2 (a group needs K >= 2), got {self.num_generations}")
+            raise ValueError(
+                f"num_generations must be >= 2 (a group needs K >= 2), got {self.num_generations}"
+            )
         build_perturbation(self.perturbation_spec())
         RatioGuard(self.ratio_guard_low, self.ratio_guard_high, self.ratio_guard_patience)
         if self.use_vllm and self.vllm_importance_sampling_correction:
@@ -196,13 +219,19 @@ class GC2POConfig(GRPOConfig):
                 raise ValueError(
                     f"{truncated[0]}: with use_vllm and vllm_importance_sampling_correction, "
                     "training rollouts sample the full distribution (a truncated one biases "
-                    "the importance ratio, TRL issue 6789)")
-        if self.use_vllm and self.vllm_enable_sleep_mode and not (
-                self.vllm_importance_sampling_correction and self.ratio_guard_patience > 0):
-            raise ValueError("vllm_enable_sleep_mode: true needs the ratio guard "
-                             "(ratio_guard_patience > 0 with vllm_importance_sampling_correction): "
-                             "stale weights after a wake-up would otherwise go unnoticed "
-                             "(TRL issue 5312)")
+                    "the importance ratio, TRL issue 6789)"
+                )
+        if (
+            self.use_vllm
+            and self.vllm_enable_sleep_mode
+            and not (self.vllm_importance_sampling_correction and self.ratio_guard_patience > 0)
+        ):
+            raise ValueError(
+                "vllm_enable_sleep_mode: true needs the ratio guard "
+                "(ratio_guard_patience > 0 with vllm_importance_sampling_correction): "
+                "stale weights after a wake-up would otherwise go unnoticed "
+                "(TRL issue 5312)"
+            )
         super().__post_init__()
         self._check_batch_layout(method)
 
@@ -212,20 +241,24 @@ class GC2POConfig(GRPOConfig):
             raise ValueError(
                 f"method {self.method!r} computes its advantages in the loss forward when training is on-policy, "
                 f"which needs a generation batch in one micro-batch: set steps_per_generation to 1 (got "
-                f"{self.steps_per_generation}) or sampling_ratio_pass to true (one extra forward pass)")
+                f"{self.steps_per_generation}) or sampling_ratio_pass to true (one extra forward pass)"
+            )
         rows = self.per_device_train_batch_size * self.steps_per_generation
         if method.local_groups and rows % self.num_generations:
-            raise ValueError(f"method {self.method!r} needs every group on one process: per_device_train_batch_size "
-                             f"({self.per_device_train_batch_size}) x steps_per_generation must be a multiple of "
-                             f"num_generations ({self.num_generations})")
+            raise ValueError(
+                f"method {self.method!r} needs every group on one process: per_device_train_batch_size "
+                f"({self.per_device_train_batch_size}) x steps_per_generation must be a multiple of "
+                f"num_generations ({self.num_generations})"
+            )
 
     @property
     def trl_computes_old_logps(self) -> bool:
         """True when TRL runs its own no-grad pass for old log-probs (off-policy reuse, vLLM
         importance-sampling correction): episode states are then captured in that pass."""
         generate_every = self.steps_per_generation * self.num_iterations
-        return (self.gradient_accumulation_steps % generate_every != 0
-                or (self.use_vllm and self.vllm_importance_sampling_correction))
+        return self.gradient_accumulation_steps % generate_every != 0 or (
+            self.use_vllm and self.vllm_importance_sampling_correction
+        )
 
     @property
     def advantages_in_loss_forward(self) -> bool:
@@ -235,11 +268,21 @@ class GC2POConfig(GRPOConfig):
     def counterfactual_params(self) -> CounterfactualParams:
         """R_cf's hyper-parameters as ``gc2po.core.counterfactual`` takes them (same names)."""
         return CounterfactualParams(
-            perturbation=self.perturbation_spec(), num_perturbations=self.num_perturbations,
-            cf_tau=self.cf_tau, lambda_exp=self.lambda_exp, lambda_sta=self.lambda_sta,
-            cf_eps_u=self.cf_eps_u, answer_space=self.answer_space, answer_topk=self.answer_topk,
-            temperature=self.temperature)
+            perturbation=self.perturbation_spec(),
+            num_perturbations=self.num_perturbations,
+            cf_tau=self.cf_tau,
+            lambda_exp=self.lambda_exp,
+            lambda_sta=self.lambda_sta,
+            cf_eps_u=self.cf_eps_u,
+            answer_space=self.answer_space,
+            answer_topk=self.answer_topk,
+            temperature=self.temperature,
+        )
 
     def perturbation_spec(self) -> list[dict]:
-        return spec_from_fields(self.perturbation, p=self.perturbation_p, sigma=self.perturbation_sigma,
-                                alpha=self.perturbation_alpha)
+        return spec_from_fields(
+            self.perturbation,
+            p=self.perturbation_p,
+            sigma=self.perturbation_sigma,
+            alpha=self.perturbation_alpha,
+        )

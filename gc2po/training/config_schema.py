@@ -59,9 +59,12 @@ def _reason(error) -> str:
     words = {
         "type": lambda: f"must be {want if isinstance(want, str) else ' or '.join(want)}",
         "enum": lambda: f"must be one of {want}",
-        "minimum": lambda: f"must be >= {want}", "maximum": lambda: f"must be <= {want}",
-        "minItems": lambda: f"needs at least {want} item(s)", "maxItems": lambda: f"takes at most {want} item(s)",
-        "pattern": lambda: f"must match {want!r}", "uniqueItems": lambda: "must not repeat an item",
+        "minimum": lambda: f"must be >= {want}",
+        "maximum": lambda: f"must be <= {want}",
+        "minItems": lambda: f"needs at least {want} item(s)",
+        "maxItems": lambda: f"takes at most {want} item(s)",
+        "pattern": lambda: f"must match {want!r}",
+        "uniqueItems": lambda: "must not repeat an item",
     }
     reason = words[rule]() if rule in words else f"fails {rule!r} {_short(want)}"
     return f"{reason}, got {_short(got)}"
@@ -93,8 +96,10 @@ def check_old_spellings(config: dict, files: list[str] | None = None) -> None:
         task = train["task"]
         new = OLD_SPELLINGS.get(task, task) if isinstance(task, str) else task
         where = _setting_file(files, ("train", "task"))
-        raise ValueError(f"{where}: train.task: {task!r} is now set by mode: remove train.task and "
-                         f"set mode: {new}")
+        raise ValueError(
+            f"{where}: train.task: {task!r} is now set by mode: remove train.task and "
+            f"set mode: {new}"
+        )
     mode = config.get("mode")
     if isinstance(mode, str) and mode in OLD_SPELLINGS:
         check_task(mode, f"{_setting_file(files, ('mode',))}: mode")
@@ -119,14 +124,18 @@ def check_schema(config: dict, files: list[str] | None = None, schema: Path = SC
     check_old_spellings(config, files)
 
     validator = jsonschema.Draft202012Validator(load_schema(schema))
-    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.path))))
+    errors = sorted(
+        validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.path)))
+    )
     if not errors:
         return
     given = " ".join(_shown(f) for f in files) if files else DEFAULT_FILE
     missing = [k for k in validator.schema.get("required", []) if k not in config]
     layered = any(Path(f).resolve() == DEFAULT_PATH for f in files or [DEFAULT_PATH])
     if missing and not layered:
-        raise ValueError(f"{given}: a config given alone must be complete (missing: {', '.join(missing)}); "
-                         f"to change a few keys, pass {DEFAULT_FILE} first: --configfile {DEFAULT_FILE} {given}")
+        raise ValueError(
+            f"{given}: a config given alone must be complete (missing: {', '.join(missing)}); "
+            f"to change a few keys, pass {DEFAULT_FILE} first: --configfile {DEFAULT_FILE} {given}"
+        )
     error = jsonschema.exceptions.best_match(errors)
     raise ValueError(f"{given}: {_key(error.absolute_path)}: {_reason(error)}")

@@ -24,7 +24,9 @@ class EpisodeBatch:
     offsets: list[list[tuple[int, int]]] = field(default_factory=list)
 
 
-def segment_completions(tokenizer, completion_ids: torch.Tensor, mask: torch.Tensor, max_episodes: int = 32) -> EpisodeBatch:
+def segment_completions(
+    tokenizer, completion_ids: torch.Tensor, mask: torch.Tensor, max_episodes: int = 32
+) -> EpisodeBatch:
     """Segment each completion [B, T] (right-padded, ``mask`` True on real tokens)."""
     episode_ids = torch.full_like(completion_ids, -1)
     fallbacks, counts, texts, all_offsets = [], [], [], []

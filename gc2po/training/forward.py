@@ -75,8 +75,17 @@ class ForwardRequest:
         return not self.done and (self.for_loss or model is policy)
 
 
-def capture_forward(request: ForwardRequest, forward, unwrapped, model, input_ids, attention_mask,
-                    logits_to_keep, *args, **kwargs):
+def capture_forward(
+    request: ForwardRequest,
+    forward,
+    unwrapped,
+    model,
+    input_ids,
+    attention_mask,
+    logits_to_keep,
+    *args,
+    **kwargs,
+):
     """Run ``forward`` (TRL's ``_get_per_token_logps_and_entropies``) once, keeping what
     ``request`` asks for; returns what ``forward`` returns. ``unwrapped``: the model without its
     distributed wrapper (its backbone gets the hook)."""
@@ -87,8 +96,9 @@ def capture_forward(request: ForwardRequest, forward, unwrapped, model, input_id
         return result
     completion_ids = input_ids[:, -logits_to_keep:]
     if request.episode_ids is None:
-        request.episodes = request.segment(completion_ids,
-                                           attention_mask[:, -logits_to_keep:].bool())
+        request.episodes = request.segment(
+            completion_ids, attention_mask[:, -logits_to_keep:].bool()
+        )
         request.episode_ids = request.episodes.episode_ids
     if request.state_positions is None:
         request.state_positions = request.state_table(request.episodes, completion_ids)

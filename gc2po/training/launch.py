@@ -74,12 +74,18 @@ def _deepspeed_settings(config: dict, path: Path, where: str) -> tuple[Path | No
         return None, int(plugin.get("zero_stage", 2)), None
     ds_path = (path.parent / file_name).resolve()
     if not ds_path.is_file():
-        raise _fail(where, "config_file", f"{path}: deepspeed_config.deepspeed_config_file "
-                                          f"{file_name!r} not found (looked for {ds_path})")
+        raise _fail(
+            where,
+            "config_file",
+            f"{path}: deepspeed_config.deepspeed_config_file "
+            f"{file_name!r} not found (looked for {ds_path})",
+        )
     ds_config = _read_mapping(ds_path, where, "config_file", json.loads)
     stage = (ds_config.get("zero_optimization") or {}).get("stage")
     if stage not in (0, 1, 2, 3):
-        raise _fail(where, "config_file", f"{ds_path}: zero_optimization.stage must be 0-3, got {stage!r}")
+        raise _fail(
+            where, "config_file", f"{ds_path}: zero_optimization.stage must be 0-3, got {stage!r}"
+        )
     return ds_path, stage, (ds_config.get("bf16") or {}).get("enabled", False)
 
 
@@ -100,8 +106,11 @@ def read_accelerate_config(config_file: str | Path, where: str = "launcher") -> 
     """
     path = Path(config_file)
     if not path.is_file():
-        raise _fail(where, "config_file", f"accelerate config {str(config_file)!r} not found "
-                                          f"(resolved against {Path.cwd()})")
+        raise _fail(
+            where,
+            "config_file",
+            f"accelerate config {str(config_file)!r} not found (resolved against {Path.cwd()})",
+        )
     config = _read_mapping(path, where, "config_file", yaml.safe_load)
     _check_with_accelerate(path, where)
     distributed_type = config.get("distributed_type")
@@ -109,14 +118,21 @@ def read_accelerate_config(config_file: str | Path, where: str = "launcher") -> 
         raise _fail(where, "config_file", f"{path}: distributed_type is missing")
     num_processes = config.get("num_processes")
     if num_processes is not None and not isinstance(num_processes, int):
-        raise _fail(where, "config_file", f"{path}: num_processes must be an int, got {num_processes!r}")
+        raise _fail(
+            where, "config_file", f"{path}: num_processes must be an int, got {num_processes!r}"
+        )
     ds_file, stage, bf16 = (None, None, None)
     if distributed_type == "DEEPSPEED":
         ds_file, stage, bf16 = _deepspeed_settings(config, path, where)
-    return AccelerateSettings(path=path, distributed_type=distributed_type,
-                              num_processes=None if num_processes in (None, -1) else num_processes,
-                              use_cpu=bool(config.get("use_cpu", False)), deepspeed_config_file=ds_file,
-                              zero_stage=stage, bf16=bf16)
+    return AccelerateSettings(
+        path=path,
+        distributed_type=distributed_type,
+        num_processes=None if num_processes in (None, -1) else num_processes,
+        use_cpu=bool(config.get("use_cpu", False)),
+        deepspeed_config_file=ds_file,
+        zero_stage=stage,
+        bf16=bf16,
+    )
 
 
 def _check_launcher_keys(launcher: Any, where: str) -> None:
@@ -132,29 +148,52 @@ def _check_launcher_keys(launcher: Any, where: str) -> None:
     if isinstance(num, bool) or not isinstance(num, int) or num < 1:
         raise _fail(where, "num_processes", f"must be an int >= 1, got {num!r}")
     port = launcher.get("main_process_port")
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
-        raise _fail(where, "main_process_port", f"must be an int in [0, 65535] (0: a free port), got {port!r}")
+    if port is not None and (
+        isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
+    ):
+        raise _fail(
+            where,
+            "main_process_port",
+            f"must be an int in [0, 65535] (0: a free port), got {port!r}",
+        )
 
 
 def _check_process_count(settings: AccelerateSettings, num: int, where: str) -> None:
     if settings.num_processes is not None and settings.num_processes != num:
-        raise _fail(where, "num_processes", f"{num} disagrees with num_processes: {settings.num_processes} "
-                                            f"in {settings.path}")
+        raise _fail(
+            where,
+            "num_processes",
+            f"{num} disagrees with num_processes: {settings.num_processes} in {settings.path}",
+        )
     if num > 1 and settings.distributed_type not in MULTI_PROCESS_TYPES:
-        raise _fail(where, "num_processes", f"{num} processes need a multi-process accelerate config "
-                                            f"({list(MULTI_PROCESS_TYPES)}); {settings.path} has "
-                                            f"distributed_type {settings.distributed_type}")
+        raise _fail(
+            where,
+            "num_processes",
+            f"{num} processes need a multi-process accelerate config "
+            f"({list(MULTI_PROCESS_TYPES)}); {settings.path} has "
+            f"distributed_type {settings.distributed_type}",
+        )
 
 
 def _check_deepspeed_trainer(settings: AccelerateSettings, trainer: Mapping, where: str) -> None:
     if isinstance(settings.bf16, bool) and settings.bf16 != bool(trainer.get("bf16", False)):
-        raise _fail(where, "config_file", f"{settings.deepspeed_config_file or settings.path} sets bf16 "
-                                          f"{'on' if settings.bf16 else 'off'} but trainer.bf16 is "
-                                          f"{trainer.get('bf16', '(not set)')!r}; make them agree")
-    if settings.zero_stage == 3 and trainer.get("use_vllm") and trainer.get("ds3_gather_for_generation") is False:
-        raise ValueError(f"trainer.ds3_gather_for_generation: false with use_vllm under DeepSpeed ZeRO-3 "
-                         f"({settings.path}): {DS3_VLLM_MESSAGE}; set it to true (vLLM gathers the "
-                         f"weights one parameter at a time when it syncs them anyway)")
+        raise _fail(
+            where,
+            "config_file",
+            f"{settings.deepspeed_config_file or settings.path} sets bf16 "
+            f"{'on' if settings.bf16 else 'off'} but trainer.bf16 is "
+            f"{trainer.get('bf16', '(not set)')!r}; make them agree",
+        )
+    if (
+        settings.zero_stage == 3
+        and trainer.get("use_vllm")
+        and trainer.get("ds3_gather_for_generation") is False
+    ):
+        raise ValueError(
+            f"trainer.ds3_gather_for_generation: false with use_vllm under DeepSpeed ZeRO-3 "
+            f"({settings.path}): {DS3_VLLM_MESSAGE}; set it to true (vLLM gathers the "
+            f"weights one parameter at a time when it syncs them anyway)"
+        )
 
 
 def _check_vllm(trainer: Mapping, num: int) -> None:
@@ -163,11 +202,15 @@ def _check_vllm(trainer: Mapping, num: int) -> None:
     tp = trainer.get("vllm_tensor_parallel_size", 1)
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1 or num % tp:
         # TRL raises this only after the model is loaded (VLLMGeneration._init_vllm)
-        raise ValueError(f"trainer.vllm_tensor_parallel_size: {tp!r} must be an int >= 1 dividing the "
-                         f"launcher's num_processes ({num}) in colocate mode")
+        raise ValueError(
+            f"trainer.vllm_tensor_parallel_size: {tp!r} must be an int >= 1 dividing the "
+            f"launcher's num_processes ({num}) in colocate mode"
+        )
 
 
-def validate_launcher(launcher: Any, trainer: Mapping[str, Any], where: str = "launcher") -> AccelerateSettings:
+def validate_launcher(
+    launcher: Any, trainer: Mapping[str, Any], where: str = "launcher"
+) -> AccelerateSettings:
     """Check a launcher mapping against the run's trainer settings; return the parsed config.
 
     Raises ValueError naming the key: ``num_processes`` not an int >= 1 or disagreeing with the
@@ -188,7 +231,9 @@ def validate_launcher(launcher: Any, trainer: Mapping[str, Any], where: str = "l
     return settings
 
 
-def launcher_command(launcher: Mapping[str, Any], run_config_path: str | Path, python: str = sys.executable) -> list[str]:
+def launcher_command(
+    launcher: Mapping[str, Any], run_config_path: str | Path, python: str = sys.executable
+) -> list[str]:
     """The command that runs ``gc2po train --config <run_config_path>`` on N processes.
 
     ``[env ACCELERATE_USE_CPU=true] python -m accelerate.commands.launch --config_file C
@@ -200,12 +245,22 @@ def launcher_command(launcher: Mapping[str, Any], run_config_path: str | Path, p
     _check_launcher_keys(launcher, "launcher")
     settings = read_accelerate_config(launcher["config_file"])
     if settings.uses_deepspeed and importlib.util.find_spec("deepspeed") is None:
-        raise ValueError(f"launcher.config_file: {settings.path} uses DeepSpeed, which is not installed "
-                         f"here (pip install -e '.[gpu]')")
+        raise ValueError(
+            f"launcher.config_file: {settings.path} uses DeepSpeed, which is not installed "
+            f"here (pip install -e '.[gpu]')"
+        )
     command = ["env", "ACCELERATE_USE_CPU=true"] if settings.use_cpu else []
-    command += [python, "-m", "accelerate.commands.launch", "--config_file", str(settings.path),
-                "--num_processes", str(launcher["num_processes"]),
-                "--main_process_port", str(launcher.get("main_process_port", 0))]
+    command += [
+        python,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(settings.path),
+        "--num_processes",
+        str(launcher["num_processes"]),
+        "--main_process_port",
+        str(launcher.get("main_process_port", 0)),
+    ]
     if settings.deepspeed_config_file is not None:
         command += ["--deepspeed_config_file", str(settings.deepspeed_config_file)]
     return command + ["-m", "gc2po.cli", "train", "--config", str(run_config_path)]

@@ -30,8 +30,12 @@ from dataclasses import dataclass
 
 GIB = 2**30
 GPU_80GB_GIB = 79.0  # an 80 GB H100/A100 shows ~79.2-79.6 GiB to CUDA; a little is the driver's
-RUNTIME_ALLOWANCE_GIB = 3.0  # CUDA context, cuBLAS workspaces, NCCL buffers, allocator fragmentation
-VLLM_OVERHEAD_GIB = 2.0  # vLLM's profiled activation peak (max_num_batched_tokens 4096) + CUDA graphs
+RUNTIME_ALLOWANCE_GIB = (
+    3.0  # CUDA context, cuBLAS workspaces, NCCL buffers, allocator fragmentation
+)
+VLLM_OVERHEAD_GIB = (
+    2.0  # vLLM's profiled activation peak (max_num_batched_tokens 4096) + CUDA graphs
+)
 FUSED_HEAD_TILE = (4096, 32768)  # TRL 1.16: TOKEN_CHUNK_SIZE x _CHUNKED_LOGPROB_CHUNK_SIZE
 ATTENTION = ("sdpa", "flash_attention_2", "flash_attention_3", "eager")
 
@@ -64,7 +68,9 @@ class ModelShape:
 
     def largest_module_params(self) -> int:
         """Parameters of the largest single module (what ZeRO-3 gathers at once)."""
-        return max(self.vocab * self.hidden, self.hidden * self.intermediate, self.hidden * self.hidden)
+        return max(
+            self.vocab * self.hidden, self.hidden * self.intermediate, self.hidden * self.hidden
+        )
 
     def kv_cache_bytes_per_token(self) -> int:
         return 2 * self.layers * self.kv_dim * 2  # K and V, bf16
@@ -85,10 +91,24 @@ class ModelShape:
 # VainF/Torch-Pruning examples/LLMs/readme.md; Qwen2.5-7B-Instruct also in volcengine/verl
 # tests/utils/test_flops_counter.py). DeepScaleR-1.5B-Preview is fine-tuned from
 # R1-Distill-Qwen-1.5B, which is Qwen2.5-Math-1.5B's shape; R1-Distill-Qwen-7B is Qwen2.5-Math-7B's.
-QWEN25_MATH_1_5B = ModelShape(hidden=1536, layers=28, heads=12, kv_heads=2, intermediate=8960, vocab=151936,
-                              tied_embeddings=False)
-QWEN25_7B = ModelShape(hidden=3584, layers=28, heads=28, kv_heads=4, intermediate=18944, vocab=152064,
-                       tied_embeddings=False)
+QWEN25_MATH_1_5B = ModelShape(
+    hidden=1536,
+    layers=28,
+    heads=12,
+    kv_heads=2,
+    intermediate=8960,
+    vocab=151936,
+    tied_embeddings=False,
+)
+QWEN25_7B = ModelShape(
+    hidden=3584,
+    layers=28,
+    heads=28,
+    kv_heads=4,
+    intermediate=18944,
+    vocab=152064,
+    tied_embeddings=False,
+)
 MODEL_SHAPES: dict[str, ModelShape] = {
     "agentica-org/DeepScaleR-1.5B-Preview": QWEN25_MATH_1_5B,
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": QWEN25_MATH_1_5B,
@@ -120,24 +140,43 @@ class TrainingJob:
     gpu_memory_gib: float = GPU_80GB_GIB
 
     def __post_init__(self):
-        for name in ("num_processes", "per_device_batch", "gradient_accumulation", "prompt_length",
-                     "completion_length"):
+        for name in (
+            "num_processes",
+            "per_device_batch",
+            "gradient_accumulation",
+            "prompt_length",
+            "completion_length",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         if self.zero_stage not in (0, 1, 2, 3):
             raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
         if self.attn_implementation not in ATTENTION:
-            raise ValueError(f"attn_implementation must be one of {list(ATTENTION)}, got {self.attn_implementation!r}")
+            raise ValueError(
+                f"attn_implementation must be one of {list(ATTENTION)}, got {self.attn_implementation!r}"
+            )
         if not 0 < self.vllm_gpu_memory_utilization < 1:
-            raise ValueError(f"vllm_gpu_memory_utilization must be in (0, 1), got {self.vllm_gpu_memory_utilization!r}")
-        if self.use_vllm and self.vllm_max_model_length is not None and self.vllm_max_model_length < self.sequence_length:
-            raise ValueError(f"vllm_max_model_length {self.vllm_max_model_length} < prompt_length + completion_length "
-                             f"= {self.sequence_length}: vLLM would refuse the longest requests")
+            raise ValueError(
+                f"vllm_gpu_memory_utilization must be in (0, 1), got {self.vllm_gpu_memory_utilization!r}"
+            )
+        if (
+            self.use_vllm
+            and self.vllm_max_model_length is not None
+            and self.vllm_max_model_length < self.sequence_length
+        ):
+            raise ValueError(
+                f"vllm_max_model_length {self.vllm_max_model_length} < prompt_length + completion_length "
+                f"= {self.sequence_length}: vLLM would refuse the longest requests"
+            )
         if self.steps_per_generation is not None and self.steps_per_generation < 1:
-            raise ValueError(f"steps_per_generation must be >= 1, got {self.steps_per_generation!r}")
+            raise ValueError(
+                f"steps_per_generation must be >= 1, got {self.steps_per_generation!r}"
+            )
         if not (self.beta >= 0 and self.gpu_memory_gib > 0):
-            raise ValueError(f"beta must be >= 0 and gpu_memory_gib > 0, got {self.beta!r}, {self.gpu_memory_gib!r}")
+            raise ValueError(
+                f"beta must be >= 0 and gpu_memory_gib > 0, got {self.beta!r}, {self.gpu_memory_gib!r}"
+            )
 
     @property
     def sequence_length(self) -> int:
@@ -192,13 +231,21 @@ def _model_state_bytes(job: TrainingJob) -> dict[str, float]:
 def _reference_bytes(job: TrainingJob) -> float:
     if job.beta == 0:
         return 0.0  # TRL builds no reference model
-    bytes_per_param = 4 if job.zero_stage == 0 else 2  # without DeepSpeed it is loaded like the policy
-    return bytes_per_param * job.shape.num_params() / (job.num_processes if job.zero_stage == 3 else 1)
+    bytes_per_param = (
+        4 if job.zero_stage == 0 else 2
+    )  # without DeepSpeed it is loaded like the policy
+    return (
+        bytes_per_param * job.shape.num_params() / (job.num_processes if job.zero_stage == 3 else 1)
+    )
 
 
 def _activation_bytes(job: TrainingJob) -> float:
     shape, tokens = job.shape, job.per_device_batch * job.sequence_length
-    eager = job.per_device_batch * shape.heads * job.sequence_length**2 * 4 if job.attn_implementation == "eager" else 0
+    eager = (
+        job.per_device_batch * shape.heads * job.sequence_length**2 * 4
+        if job.attn_implementation == "eager"
+        else 0
+    )
     per_layer = tokens * shape.layer_activation_bytes_per_token() + eager
     if job.gradient_checkpointing:  # layer inputs + one layer recomputed, with its gradients
         return tokens * shape.checkpoint_bytes_per_token() + 2 * per_layer
@@ -221,7 +268,11 @@ def _vllm_bytes(job: TrainingJob) -> tuple[float, float, int]:
     reserved = job.vllm_gpu_memory_utilization * job.gpu_memory_gib * GIB
     kv_cache = max(0.0, reserved - 2 * job.shape.num_params() - VLLM_OVERHEAD_GIB * GIB)
     max_length = job.vllm_max_model_length or job.sequence_length
-    return reserved, kv_cache, math.floor(kv_cache / (max_length * job.shape.kv_cache_bytes_per_token()))
+    return (
+        reserved,
+        kv_cache,
+        math.floor(kv_cache / (max_length * job.shape.kv_cache_bytes_per_token())),
+    )
 
 
 def estimate_memory(job: TrainingJob) -> MemoryEstimate:
@@ -232,9 +283,17 @@ def estimate_memory(job: TrainingJob) -> MemoryEstimate:
     runtime = RUNTIME_ALLOWANCE_GIB * GIB
     vllm_reserved, kv_cache, kv_sequences = _vllm_bytes(job)
     vllm_awake_in_training = 0.0 if job.vllm_sleep_mode else vllm_reserved
-    episode_states = (job.generation_batch_per_device * (job.sequence_length + job.completion_length) * shape.hidden * 2
-                      if job.keeps_episode_states else 0.0)
-    no_grad_micro_batch = job.per_device_batch * job.sequence_length * shape.layer_activation_bytes_per_token()
+    episode_states = (
+        job.generation_batch_per_device
+        * (job.sequence_length + job.completion_length)
+        * shape.hidden
+        * 2
+        if job.keeps_episode_states
+        else 0.0
+    )
+    no_grad_micro_batch = (
+        job.per_device_batch * job.sequence_length * shape.layer_activation_bytes_per_token()
+    )
     activations, lm_head = _activation_bytes(job), _fused_head_bytes(job)
 
     resident = sum(states.values()) + reference + runtime
@@ -244,35 +303,71 @@ def estimate_memory(job: TrainingJob) -> MemoryEstimate:
     peak = max(generation, scoring, training)
     fits = peak <= job.gpu_memory_gib * GIB and (kv_sequences >= 1 or not job.use_vllm)
     return MemoryEstimate(
-        **{k: v / GIB for k, v in states.items()}, reference=reference / GIB, activations=activations / GIB,
-        lm_head=lm_head / GIB, episode_states=episode_states / GIB, runtime=runtime / GIB,
-        vllm_reserved=vllm_reserved / GIB, vllm_kv_cache=kv_cache / GIB, kv_cache_sequences=kv_sequences,
-        generation_peak=generation / GIB, scoring_peak=scoring / GIB, training_peak=training / GIB,
-        peak=peak / GIB, fits=fits)
+        **{k: v / GIB for k, v in states.items()},
+        reference=reference / GIB,
+        activations=activations / GIB,
+        lm_head=lm_head / GIB,
+        episode_states=episode_states / GIB,
+        runtime=runtime / GIB,
+        vllm_reserved=vllm_reserved / GIB,
+        vllm_kv_cache=kv_cache / GIB,
+        kv_cache_sequences=kv_sequences,
+        generation_peak=generation / GIB,
+        scoring_peak=scoring / GIB,
+        training_peak=training / GIB,
+        peak=peak / GIB,
+        fits=fits,
+    )
 
 
-TRAINER_KEYS = ("per_device_train_batch_size", "gradient_accumulation_steps", "max_completion_length", "beta",
-                "gradient_checkpointing")
+TRAINER_KEYS = (
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "max_completion_length",
+    "beta",
+    "gradient_checkpointing",
+)
 
 
-def job_from_trainer(model: str, trainer: Mapping, *, num_processes: int, zero_stage: int, prompt_length: int,
-                     keeps_episode_states: bool = True, gpu_memory_gib: float = GPU_80GB_GIB) -> TrainingJob:
+def job_from_trainer(
+    model: str,
+    trainer: Mapping,
+    *,
+    num_processes: int,
+    zero_stage: int,
+    prompt_length: int,
+    keeps_episode_states: bool = True,
+    gpu_memory_gib: float = GPU_80GB_GIB,
+) -> TrainingJob:
     """A job from a Hub id of :data:`MODEL_SHAPES` and a resolved trainer mapping (GRPOConfig
     field names; the vLLM ones default as in TRL 1.16). Raises ValueError naming a missing key."""
     if model not in MODEL_SHAPES:
-        raise ValueError(f"model {model!r} has no shape in gc2po.training.memory.MODEL_SHAPES; known: {sorted(MODEL_SHAPES)}")
+        raise ValueError(
+            f"model {model!r} has no shape in gc2po.training.memory.MODEL_SHAPES; known: {sorted(MODEL_SHAPES)}"
+        )
     missing = [key for key in TRAINER_KEYS if key not in trainer]
     if missing:
-        raise ValueError(f"trainer.{missing[0]}: missing (the memory plan needs {list(TRAINER_KEYS)})")
+        raise ValueError(
+            f"trainer.{missing[0]}: missing (the memory plan needs {list(TRAINER_KEYS)})"
+        )
     return TrainingJob(
-        shape=MODEL_SHAPES[model], num_processes=num_processes, zero_stage=zero_stage,
+        shape=MODEL_SHAPES[model],
+        num_processes=num_processes,
+        zero_stage=zero_stage,
         per_device_batch=trainer["per_device_train_batch_size"],
-        gradient_accumulation=trainer["gradient_accumulation_steps"], prompt_length=prompt_length,
-        completion_length=trainer["max_completion_length"], beta=trainer["beta"],
+        gradient_accumulation=trainer["gradient_accumulation_steps"],
+        prompt_length=prompt_length,
+        completion_length=trainer["max_completion_length"],
+        beta=trainer["beta"],
         gradient_checkpointing=trainer["gradient_checkpointing"],
-        attn_implementation=(trainer.get("model_init_kwargs") or {}).get("attn_implementation", "sdpa"),
-        keeps_episode_states=keeps_episode_states, steps_per_generation=trainer.get("steps_per_generation"),
+        attn_implementation=(trainer.get("model_init_kwargs") or {}).get(
+            "attn_implementation", "sdpa"
+        ),
+        keeps_episode_states=keeps_episode_states,
+        steps_per_generation=trainer.get("steps_per_generation"),
         use_vllm=trainer.get("use_vllm", False),
         vllm_gpu_memory_utilization=trainer.get("vllm_gpu_memory_utilization", 0.3),
         vllm_max_model_length=trainer.get("vllm_max_model_length"),
-        vllm_sleep_mode=trainer.get("vllm_enable_sleep_mode", False), gpu_memory_gib=gpu_memory_gib)
+        vllm_sleep_mode=trainer.get("vllm_enable_sleep_mode", False),
+        gpu_memory_gib=gpu_memory_gib,
+    )

@@ -17,18 +17,31 @@ def reduce_over_processes(metrics: dict[str, float], accelerator) -> dict[str, f
         return {n: float(metrics[n]) for n in names}
     values = torch.tensor([[float(metrics[n]) for n in names]], device=accelerator.device)
     gathered = accelerator.gather(values)
-    return {n: (gathered[:, i].max() if n.endswith("/max") else gathered[:, i].min() if n.endswith("/min")
-                else gathered[:, i].mean()).item() for i, n in enumerate(names)}
+    return {
+        n: (
+            gathered[:, i].max()
+            if n.endswith("/max")
+            else gathered[:, i].min()
+            if n.endswith("/min")
+            else gathered[:, i].mean()
+        ).item()
+        for i, n in enumerate(names)
+    }
 
 
-def sampling_ratios(policy_logps: torch.Tensor, old_logps: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+def sampling_ratios(
+    policy_logps: torch.Tensor, old_logps: torch.Tensor, mask: torch.Tensor
+) -> dict[str, float]:
     """Mean, max and min of the importance ratio pi/pi_old over the completion tokens.
     policy_logps, old_logps, mask: [B, T]; empty when no token is masked in."""
     ratio = torch.exp(policy_logps - old_logps)[mask.bool()]
     if not ratio.numel():
         return {}
-    return {"sampling_ratio/mean": ratio.mean().item(), "sampling_ratio/max": ratio.max().item(),
-            "sampling_ratio/min": ratio.min().item()}
+    return {
+        "sampling_ratio/mean": ratio.mean().item(),
+        "sampling_ratio/max": ratio.max().item(),
+        "sampling_ratio/min": ratio.min().item(),
+    }
 
 
 class JsonlMetricsCallback(TrainerCallback):
@@ -45,8 +58,11 @@ class JsonlMetricsCallback(TrainerCallback):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         kept = []
         if state.global_step > 0 and self.path.exists():
-            kept = [line for line in self.path.read_text().splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= state.global_step]
+            kept = [
+                line
+                for line in self.path.read_text().splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= state.global_step
+            ]
         self.path.write_text("".join(line + "\n" for line in kept))
 
     def on_log(self, args, state, control, logs=None, **kwargs):

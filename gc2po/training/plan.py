@@ -91,10 +91,17 @@ class TrainingJob:
         ``overwrite``: a rerun continues the same config's checkpoints and starts a changed one
         over. The task is the workflow's ``mode`` (the same vocabulary, gc2po.data.tasks)."""
         train = config["train"]
-        run = {"model": self.model, "train_data": self.train_data, "task": config["mode"],
-               "output_dir": self.output_dir,
-               "method": self.method, "seed": self.seed, "resume": True, "overwrite": True,
-               "trainer": copy.deepcopy(self.trainer)}
+        run = {
+            "model": self.model,
+            "train_data": self.train_data,
+            "task": config["mode"],
+            "output_dir": self.output_dir,
+            "method": self.method,
+            "seed": self.seed,
+            "resume": True,
+            "overwrite": True,
+            "trainer": copy.deepcopy(self.trainer),
+        }
         for key in ("precision", "max_train_examples"):
             if train.get(key) is not None:
                 run[key] = train[key]
@@ -130,8 +137,9 @@ def runs(config: dict) -> dict[str, Run]:
             raise ValueError(f"sweeps: unknown key {key!r}; valid: {list(SWEEP_KEYS)}")
         for method in config.get("sweep_methods") or SWEEP_METHODS[:1]:
             if method not in SWEEP_METHODS:
-                raise ValueError(f"sweep_methods: {method!r} has no lambda sweep; "
-                                 f"valid: {list(SWEEP_METHODS)}")
+                raise ValueError(
+                    f"sweep_methods: {method!r} has no lambda sweep; valid: {list(SWEEP_METHODS)}"
+                )
             for value in values:
                 label = f"{method}_{key}_{value}"
                 out[label] = Run(label, method, {key: value}, ablation, seeds(method))
@@ -139,8 +147,13 @@ def runs(config: dict) -> dict[str, Run]:
         if label in out:
             raise ValueError(f"variants.{label}: the label is already a run of this config")
         _check_method_names({variant["method"]: None}, f"variants.{label}.method")
-        out[label] = Run(label, variant["method"], dict(variant.get("trainer") or {}), ablation,
-                         seeds(variant["method"]))
+        out[label] = Run(
+            label,
+            variant["method"],
+            dict(variant.get("trainer") or {}),
+            ablation,
+            seeds(variant["method"]),
+        )
     _check_method_names(method_seeds, "method_seeds")
     return out
 
@@ -178,11 +191,19 @@ def training_jobs(config: dict) -> list[TrainingJob]:
         trainer = {**(train.get("trainer") or {}), **per_method.get(run.method, {}), **run.trainer}
         for base in run.bases:
             for seed in run.seeds:
-                jobs.append(TrainingJob(
-                    base=base, run=label, seed=int(seed), method=run.method, model=base_model_path(config, base),
-                    train_data=f"{res}/data/{base_models(config)[base]['train_data']}.jsonl",
-                    output_dir=RunDir(base, label, seed).path(out), trainer=trainer,
-                    launcher=train.get("launcher")))
+                jobs.append(
+                    TrainingJob(
+                        base=base,
+                        run=label,
+                        seed=int(seed),
+                        method=run.method,
+                        model=base_model_path(config, base),
+                        train_data=f"{res}/data/{base_models(config)[base]['train_data']}.jsonl",
+                        output_dir=RunDir(base, label, seed).path(out),
+                        trainer=trainer,
+                        launcher=train.get("launcher"),
+                    )
+                )
     return jobs
 
 
@@ -223,12 +244,23 @@ def run_summary(config: dict) -> list[dict[str, Any]]:
         processes = int((job.launcher or {}).get("num_processes", 1))
         per_step = processes * args.per_device_train_batch_size * args.gradient_accumulation_steps
         seeds = sum(1 for j in training_jobs(config) if (j.base, j.run) == (job.base, job.run))
-        rows.append({"base": job.base, "run": job.run, "method": job.method, "seeds": seeds,
-                     "processes": processes, "per_device_batch": args.per_device_train_batch_size,
-                     "gradient_accumulation": args.gradient_accumulation_steps,
-                     "steps_per_generation": args.steps_per_generation, "sequences_per_step": per_step,
-                     "prompts_per_step": per_step // args.num_generations, "beta": args.beta,
-                     "loss_type": args.loss_type, "args": args})
+        rows.append(
+            {
+                "base": job.base,
+                "run": job.run,
+                "method": job.method,
+                "seeds": seeds,
+                "processes": processes,
+                "per_device_batch": args.per_device_train_batch_size,
+                "gradient_accumulation": args.gradient_accumulation_steps,
+                "steps_per_generation": args.steps_per_generation,
+                "sequences_per_step": per_step,
+                "prompts_per_step": per_step // args.num_generations,
+                "beta": args.beta,
+                "loss_type": args.loss_type,
+                "args": args,
+            }
+        )
     return rows
 
 
@@ -248,12 +280,21 @@ def memory_plan(config: dict, gpu_memory_gib: float | None = None):
         model = base_model_path(config, row["base"])
         if model in MODEL_SHAPES and launcher:
             # episode states are kept at episode ends only (E x d), not for every token
-            job = job_from_trainer(model, args.to_dict(), num_processes=row["processes"], zero_stage=stage or 0,
-                                   prompt_length=int(config["train"].get("max_prompt_tokens", 1024)),
-                                   keeps_episode_states=False, gpu_memory_gib=gpu_memory_gib or GPU_80GB_GIB)
+            job = job_from_trainer(
+                model,
+                args.to_dict(),
+                num_processes=row["processes"],
+                zero_stage=stage or 0,
+                prompt_length=int(config["train"].get("max_prompt_tokens", 1024)),
+                keeps_episode_states=False,
+                gpu_memory_gib=gpu_memory_gib or GPU_80GB_GIB,
+            )
             estimate = dataclasses.asdict(estimate_memory(job))
-            row.update(zero_stage=stage, fits=estimate.pop("fits"),
-                       kv_cache_sequences=estimate.pop("kv_cache_sequences"),
-                       **{f"{k}_gib": round(v, 1) for k, v in estimate.items()})
+            row.update(
+                zero_stage=stage,
+                fits=estimate.pop("fits"),
+                kv_cache_sequences=estimate.pop("kv_cache_sequences"),
+                **{f"{k}_gib": round(v, 1) for k, v in estimate.items()},
+            )
         rows.append(row)
     return pd.DataFrame(rows)

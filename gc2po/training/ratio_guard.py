@@ -18,7 +18,8 @@ from dataclasses import dataclass
 LIKELY_CAUSES = (
     "the engine is generating from stale weights (a weight sync skipped or lost, e.g. after "
     "sleep/wake: TRL issue 5312), or truncated sampling (top_p < 1, top_k, min_p: set them off "
-    "with vllm_importance_sampling_correction)")
+    "with vllm_importance_sampling_correction)"
+)
 
 
 class RatioMismatchError(RuntimeError):
@@ -40,8 +41,9 @@ class RatioGuard:
 
     def __post_init__(self):
         if not 0 < self.low < 1 < self.high:
-            raise ValueError(f"ratio_guard band must satisfy 0 < low < 1 < high, "
-                             f"got [{self.low}, {self.high}]")
+            raise ValueError(
+                f"ratio_guard band must satisfy 0 < low < 1 < high, got [{self.low}, {self.high}]"
+            )
         if self.patience < 0:
             raise ValueError(f"ratio_guard_patience must be >= 0, got {self.patience}")
 
@@ -57,13 +59,18 @@ class RatioGuard:
             self._outside = 0
             return "ok"
         self._outside += 1
-        where = (f"step {step}: mean importance ratio trainer/vLLM {mean_ratio:.4f} outside "
-                 f"[{self.low}, {self.high}]")
+        where = (
+            f"step {step}: mean importance ratio trainer/vLLM {mean_ratio:.4f} outside "
+            f"[{self.low}, {self.high}]"
+        )
         if self._outside >= self.patience:
-            raise RatioMismatchError(f"{where} for {self._outside} steps in a row; stopping. "
-                                     f"Likely cause: {LIKELY_CAUSES}")
-        warnings.warn(f"{where} ({self._outside}/{self.patience} before the run stops)",
-                      stacklevel=2)
+            raise RatioMismatchError(
+                f"{where} for {self._outside} steps in a row; stopping. "
+                f"Likely cause: {LIKELY_CAUSES}"
+            )
+        warnings.warn(
+            f"{where} ({self._outside}/{self.patience} before the run stops)", stacklevel=2
+        )
         return "warn"
 
 

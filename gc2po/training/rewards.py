@@ -21,7 +21,9 @@ def testbed_outcome(prompts, completions, meta_json, **kwargs) -> list[float]:
     from gc2po.testbed.oracle import grade
 
     out = []
-    for completion, meta, question in zip(completions, meta_json, kwargs.get("question", [None] * len(completions))):
+    for completion, meta, question in zip(
+        completions, meta_json, kwargs.get("question", [None] * len(completions))
+    ):
         record = {"id": "", "question": question or "", "meta": json.loads(meta)}
         out.append(float(grade(Problem.from_record(record), _text(completion)).f))
     return out
@@ -31,8 +33,10 @@ def benchmark_outcome(prompts, completions, answer, meta_json, **kwargs) -> list
     """Each record's grader (``meta.grader``; math-verify when absent), as evaluation grades it."""
     from gc2po.evaluation.graders import grade_record
 
-    return [float(grade_record({"answer": a, "meta": json.loads(meta)}, _text(c)))
-            for c, a, meta in zip(completions, answer, meta_json)]
+    return [
+        float(grade_record({"answer": a, "meta": json.loads(meta)}, _text(c)))
+        for c, a, meta in zip(completions, answer, meta_json)
+    ]
 
 
 testbed_outcome.__name__ = "outcome"
@@ -53,12 +57,16 @@ def check_nonnegative_rewards(method: str, functions, weights) -> None:
         name = getattr(function, "__name__", type(function).__name__)
         bounds = getattr(function, "reward_range", None)
         if bounds is None:
-            raise ValueError(f"{need}; reward function {name!r} declares no range: set "
-                             f"{name}.reward_range = (lowest, highest)")
+            raise ValueError(
+                f"{need}; reward function {name!r} declares no range: set "
+                f"{name}.reward_range = (lowest, highest)"
+            )
         lowest = min(float(weight) * float(bounds[0]), float(weight) * float(bounds[1]))
         if lowest < 0:
-            raise ValueError(f"{need}; reward function {name!r} (range {list(bounds)}) with weight {weight} "
-                             f"can give {lowest:g}: make it >= 0 or use another method")
+            raise ValueError(
+                f"{need}; reward function {name!r} (range {list(bounds)}) with weight {weight} "
+                f"can give {lowest:g}: make it >= 0 or use another method"
+            )
 
 
 def combined_rewards(per_function, weights):
@@ -68,4 +76,6 @@ def combined_rewards(per_function, weights):
     import torch
 
     rewards = (per_function * weights.to(per_function.device)).nansum(1)
-    return torch.where(torch.isnan(per_function).all(1), torch.full_like(rewards, torch.nan), rewards)
+    return torch.where(
+        torch.isnan(per_function).all(1), torch.full_like(rewards, torch.nan), rewards
+    )

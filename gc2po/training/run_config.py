@@ -23,8 +23,19 @@ from gc2po.reporting.layout import RunDir
 
 FIELDS_FILE = Path(__file__).with_name("config_fields.json")  # field -> allowed simple types
 
-RUN_KEYS = {"model", "train_data", "task", "output_dir", "method", "seed", "precision", "resume", "overwrite",
-            "trainer", "max_train_examples"}
+RUN_KEYS = {
+    "model",
+    "train_data",
+    "task",
+    "output_dir",
+    "method",
+    "seed",
+    "precision",
+    "resume",
+    "overwrite",
+    "trainer",
+    "max_train_examples",
+}
 RUN_STATE = "run_config.json"  # beside the checkpoints: the resolved run config and its hash
 
 # TRL's defaults changed across releases and some are traps (bf16 on, gradient checkpointing on,
@@ -61,8 +72,14 @@ TRAINER_DEFAULTS: dict[str, Any] = {
     "max_grad_norm": 1.0,
 }
 # set through the run config, never directly: precision decides bf16/fp16
-DERIVED_KEYS = {"bf16": "precision", "fp16": "precision", "method": "method", "seed": "seed",
-                "output_dir": "output_dir", "use_cpu": "the machine"}
+DERIVED_KEYS = {
+    "bf16": "precision",
+    "fp16": "precision",
+    "method": "method",
+    "seed": "seed",
+    "output_dir": "output_dir",
+    "use_cpu": "the machine",
+}
 
 
 def apply_overrides(config: dict, overrides: list[str]) -> dict:
@@ -103,7 +120,15 @@ def run_task(run: dict) -> str:
     return check_task(run.get("task", BENCHMARK), "run config: task")
 
 
-SIMPLE_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "dict": dict, "list": list, "null": type(None)}
+SIMPLE_TYPES = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "str": str,
+    "dict": dict,
+    "list": list,
+    "null": type(None),
+}
 
 
 def describe_fields(config_class) -> dict[str, list[str]]:
@@ -114,8 +139,13 @@ def describe_fields(config_class) -> dict[str, list[str]]:
     for field in dataclasses.fields(config_class):
         annotation = hints.get(field.name, object)
         union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
-        allowed = [typing.get_origin(k) or k for k in (typing.get_args(annotation) if union else (annotation,))]
-        described[field.name] = [names[k] for k in allowed] if all(k in names for k in allowed) else ["any"]
+        allowed = [
+            typing.get_origin(k) or k
+            for k in (typing.get_args(annotation) if union else (annotation,))
+        ]
+        described[field.name] = (
+            [names[k] for k in allowed] if all(k in names for k in allowed) else ["any"]
+        )
     return described
 
 
@@ -157,8 +187,10 @@ def checked_trainer(run: dict) -> dict:
         raise ValueError(f"run config: unknown trainer key(s) {bad} (not fields of GC2POConfig)")
     for key, source in DERIVED_KEYS.items():
         if key in trainer:
-            raise ValueError(f"run config: trainer.{key} is set from {source}; "
-                             "remove it from the trainer section")
+            raise ValueError(
+                f"run config: trainer.{key} is set from {source}; "
+                "remove it from the trainer section"
+            )
     return {key: check_value(key, value, fields[key]) for key, value in trainer.items()}
 
 
@@ -170,11 +202,16 @@ def precheck(run: dict) -> None:
     if not Path(run["train_data"]).is_file():
         raise ValueError(f"run config: train_data {run['train_data']!r}: no such file")
     out = Path(run["output_dir"])
-    used = (any(out.glob(RunDir.CHECKPOINTS)) or (out / RunDir.METRICS).exists()
-            or (out / RunDir.FINAL).exists())
+    used = (
+        any(out.glob(RunDir.CHECKPOINTS))
+        or (out / RunDir.METRICS).exists()
+        or (out / RunDir.FINAL).exists()
+    )
     if used and not (run.get("resume") or run.get("overwrite")):
-        raise ValueError(f"output_dir {out}: it holds an earlier run; set overwrite: true (or --overwrite) to start "
-                         "over, or resume: true (--resume) to continue it")
+        raise ValueError(
+            f"output_dir {out}: it holds an earlier run; set overwrite: true (or --overwrite) to start "
+            "over, or resume: true (--resume) to continue it"
+        )
 
 
 def resolve_precision(run: dict) -> str:
@@ -184,7 +221,9 @@ def resolve_precision(run: dict) -> str:
 
     precision = run.get("precision") or ("bf16-mixed" if torch.cuda.is_available() else "fp32")
     if precision not in PRECISIONS:
-        raise ValueError(f"run config: precision must be one of {list(PRECISIONS)}, got {precision!r}")
+        raise ValueError(
+            f"run config: precision must be one of {list(PRECISIONS)}, got {precision!r}"
+        )
     return precision
 
 
@@ -203,13 +242,18 @@ def build_args(run: dict):
         from gc2po.training.rewards import REWARDS, check_nonnegative_rewards
 
         try:
-            check_nonnegative_rewards(method.name, [REWARDS[run_task(run)]],
-                                      trainer.get("reward_weights") or [1.0])
+            check_nonnegative_rewards(
+                method.name, [REWARDS[run_task(run)]], trainer.get("reward_weights") or [1.0]
+            )
         except ValueError as err:
             raise ValueError(f"run config: trainer.reward_weights: {err}") from err
     kwargs = {**TRAINER_DEFAULTS, **trainer, **method.fixed}
-    kwargs.update(method=method.name, precision=resolve_precision(run), seed=int(run.get("seed", 0)),
-                  output_dir=str(run["output_dir"]))
+    kwargs.update(
+        method=method.name,
+        precision=resolve_precision(run),
+        seed=int(run.get("seed", 0)),
+        output_dir=str(run["output_dir"]),
+    )
     kwargs["data_seed"] = kwargs["seed"]
     kwargs.setdefault("metrics_path", str(Path(run["output_dir"]) / RunDir.METRICS))
     import torch
@@ -225,18 +269,30 @@ def build_args(run: dict):
 def run_fingerprint(run: dict, args) -> dict:
     """What makes two runs the same: the resolved trainer config, model, data content, task."""
     data = Path(run["train_data"])
-    resolved = {k: v for k, v in args.to_dict().items() if k not in ("output_dir", "logging_dir", "metrics_path")}
-    return {"model": str(run["model"]), "task": run_task(run), "train_data": str(data),
-            "train_data_sha256": hashlib.sha256(data.read_bytes()).hexdigest() if data.is_file() else None,
-            "max_train_examples": run.get("max_train_examples"), "trainer": resolved}
+    resolved = {
+        k: v
+        for k, v in args.to_dict().items()
+        if k not in ("output_dir", "logging_dir", "metrics_path")
+    }
+    return {
+        "model": str(run["model"]),
+        "task": run_task(run),
+        "train_data": str(data),
+        "train_data_sha256": hashlib.sha256(data.read_bytes()).hexdigest()
+        if data.is_file()
+        else None,
+        "max_train_examples": run.get("max_train_examples"),
+        "trainer": resolved,
+    }
 
 
 def complete_checkpoints(out: Path) -> list[Path]:
     """Checkpoints of ``out`` in step order whose trainer state was written (it is written last,
     so a job killed while saving leaves an incomplete folder that must not be resumed from)."""
     steps = {p: RunDir.checkpoint_step(p.name) for p in out.glob(RunDir.CHECKPOINTS)}
-    complete = [p for p, step in steps.items()
-                if step is not None and (p / "trainer_state.json").is_file()]
+    complete = [
+        p for p, step in steps.items() if step is not None and (p / "trainer_state.json").is_file()
+    ]
     return sorted(complete, key=steps.get)
 
 
@@ -248,21 +304,36 @@ def prepare_output_dir(run: dict, args, log=print) -> Path | None:
     over); with both, a changed config starts over."""
     out = Path(args.output_dir)
     fingerprint = run_fingerprint(run, args)
-    digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
+    digest = hashlib.sha256(
+        json.dumps(fingerprint, sort_keys=True, default=str).encode()
+    ).hexdigest()
     checkpoints = sorted(out.glob(RunDir.CHECKPOINTS))
     complete = complete_checkpoints(out)
     used = checkpoints or (out / RunDir.METRICS).exists() or (out / RunDir.FINAL).exists()
-    stored = json.loads((out / RUN_STATE).read_text()).get("sha256") if (out / RUN_STATE).exists() else None
+    stored = (
+        json.loads((out / RUN_STATE).read_text()).get("sha256")
+        if (out / RUN_STATE).exists()
+        else None
+    )
     resume = bool(run.get("resume")) and bool(complete) and stored == digest
-    main_process = int(os.environ.get("RANK", "0")) == 0  # under accelerate launch, rank 0 alone writes
+    main_process = (
+        int(os.environ.get("RANK", "0")) == 0
+    )  # under accelerate launch, rank 0 alone writes
     if used and not resume:
         if not run.get("overwrite"):
-            reason = ("its checkpoints belong to a different run config" if run.get("resume") and checkpoints
-                      else "it holds an earlier run")
-            raise ValueError(f"output_dir {out}: {reason}; set overwrite: true (or --overwrite) to start over"
-                             + ("" if run.get("resume") else ", or resume: true to continue it"))
+            reason = (
+                "its checkpoints belong to a different run config"
+                if run.get("resume") and checkpoints
+                else "it holds an earlier run"
+            )
+            raise ValueError(
+                f"output_dir {out}: {reason}; set overwrite: true (or --overwrite) to start over"
+                + ("" if run.get("resume") else ", or resume: true to continue it")
+            )
         if main_process:
-            log(f"output_dir {out}: starting over (deleting {len(checkpoints)} checkpoint(s), metrics, final model)")
+            log(
+                f"output_dir {out}: starting over (deleting {len(checkpoints)} checkpoint(s), metrics, final model)"
+            )
             for path in checkpoints + [out / RunDir.FINAL]:
                 shutil.rmtree(path, ignore_errors=True)
             (out / RunDir.METRICS).unlink(missing_ok=True)
@@ -272,7 +343,9 @@ def prepare_output_dir(run: dict, args, log=print) -> Path | None:
             shutil.rmtree(partial, ignore_errors=True)
     if main_process:
         out.mkdir(parents=True, exist_ok=True)
-        (out / RUN_STATE).write_text(json.dumps({"sha256": digest, "run": fingerprint}, indent=1, default=str))
+        (out / RUN_STATE).write_text(
+            json.dumps({"sha256": digest, "run": fingerprint}, indent=1, default=str)
+        )
     return complete[-1] if resume else None
 
 
@@ -281,11 +354,13 @@ def check_model_source(model: str) -> None:
     path = Path(model)
     if path.exists() or model.startswith((".", "/")):
         if not (path / "config.json").is_file():
-            raise ValueError(f"run config: model {model!r}: no such model folder (config.json missing)")
+            raise ValueError(
+                f"run config: model {model!r}: no such model folder (config.json missing)"
+            )
     elif os.environ.get("HF_HUB_OFFLINE") == "1":
         from huggingface_hub import try_to_load_from_cache
 
         if not isinstance(try_to_load_from_cache(model, "config.json"), str):
-            raise ValueError(f"run config: model {model!r} is a Hub id, not in the local cache, and HF_HUB_OFFLINE=1")
-
-
+            raise ValueError(
+                f"run config: model {model!r} is a Hub id, not in the local cache, and HF_HUB_OFFLINE=1"
+            )

@@ -38,8 +38,9 @@ class Scored:
     loss_inputs: Mapping[str, torch.Tensor] = field(default_factory=dict)
 
 
-def score(method: Method, batch: RolloutBatch, args, counterfactual: CounterfactualFn | None = None
-          ) -> Scored:
+def score(
+    method: Method, batch: RolloutBatch, args, counterfactual: CounterfactualFn | None = None
+) -> Scored:
     """The method's advantages of ``batch``; for a method that needs R_cf, ``counterfactual``
     (``batch -> (r_cf [B, Lmax], metrics)``) fills ``batch.r_cf`` first."""
     metrics: dict[str, float] = {}
@@ -50,14 +51,21 @@ def score(method: Method, batch: RolloutBatch, args, counterfactual: Counterfact
         batch = dataclasses.replace(batch, r_cf=r_cf)
     output = MethodOutput(*method.advantages(batch, args))
     mask = batch.completion_mask
-    return Scored(output.advantages.to(mask.device), {**metrics, **output.metrics},
-                  dict(output.loss_inputs))
+    return Scored(
+        output.advantages.to(mask.device), {**metrics, **output.metrics}, dict(output.loss_inputs)
+    )
 
 
-def episode_counterfactuals(states: EpisodeStates, row_index: torch.Tensor, group_size: int,
-                            params: CounterfactualParams, lm_head, *, generator: torch.Generator,
-                            gather_keyed: GatherKeyed | None = None
-                            ) -> tuple[CounterfactualReward, dict[str, float]]:
+def episode_counterfactuals(
+    states: EpisodeStates,
+    row_index: torch.Tensor,
+    group_size: int,
+    params: CounterfactualParams,
+    lm_head,
+    *,
+    generator: torch.Generator,
+    gather_keyed: GatherKeyed | None = None,
+) -> tuple[CounterfactualReward, dict[str, float]]:
     """S_sta, S_exp and R_cf [E] of this process's episodes (in ``states`` order), and their
     means over the whole generation batch (the logged metrics).
 
@@ -75,22 +83,40 @@ def episode_counterfactuals(states: EpisodeStates, row_index: torch.Tensor, grou
     all_key, all_u = all_key[order], all_u[order]
     weight, bias = lm_head
     group = torch.div(all_key, MAX_EPISODES_PER_ROW * group_size, rounding_mode="floor")
-    cf = counterfactual_reward(all_u, weight, params, lm_head_bias=bias, generator=generator,
-                               group_index=group)
-    metrics = {"gc2po/s_sta": cf.s_sta.mean().item(), "gc2po/s_exp": cf.s_exp.mean().item(),
-               "gc2po/r_cf": cf.r_cf.mean().item()}
+    cf = counterfactual_reward(
+        all_u, weight, params, lm_head_bias=bias, generator=generator, group_index=group
+    )
+    metrics = {
+        "gc2po/s_sta": cf.s_sta.mean().item(),
+        "gc2po/s_exp": cf.s_exp.mean().item(),
+        "gc2po/r_cf": cf.r_cf.mean().item(),
+    }
     local = torch.searchsorted(all_key, key)  # this process's episodes in the sorted batch
     return CounterfactualReward(*(values[local] for values in cf)), metrics
 
 
-def counterfactual_table(states: EpisodeStates, row_index: torch.Tensor, num_rows: int,
-                         group_size: int, params: CounterfactualParams, lm_head, *,
-                         generator: torch.Generator, gather_keyed: GatherKeyed | None = None
-                         ) -> tuple[torch.Tensor, dict[str, float]]:
+def counterfactual_table(
+    states: EpisodeStates,
+    row_index: torch.Tensor,
+    num_rows: int,
+    group_size: int,
+    params: CounterfactualParams,
+    lm_head,
+    *,
+    generator: torch.Generator,
+    gather_keyed: GatherKeyed | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """R_cf per (row, episode) [num_rows, Lmax] (0 where a row has no such episode) and the
     batch means of :func:`episode_counterfactuals`, whose arguments it takes."""
-    cf, metrics = episode_counterfactuals(states, row_index, group_size, params, lm_head,
-                                          generator=generator, gather_keyed=gather_keyed)
+    cf, metrics = episode_counterfactuals(
+        states,
+        row_index,
+        group_size,
+        params,
+        lm_head,
+        generator=generator,
+        gather_keyed=gather_keyed,
+    )
     return states.table(cf.r_cf.to(row_index.device), num_rows), metrics
 
 
@@ -104,6 +130,8 @@ def episode_metrics(episodes: EpisodeBatch, mask: torch.Tensor) -> dict[str, flo
     """Formatting compliance (the paper's) and episode statistics of a segmented batch
     (``mask`` [B, T] bool)."""
     rows = max(1, len(episodes.num_episodes))
-    return {"segmentation/fallback_rate": sum(episodes.used_fallback) / rows,
-            "episodes/mean_count": sum(episodes.num_episodes) / rows,
-            "episodes/mean_tokens": mask.sum().item() / max(1, sum(episodes.num_episodes))}
+    return {
+        "segmentation/fallback_rate": sum(episodes.used_fallback) / rows,
+        "episodes/mean_count": sum(episodes.num_episodes) / rows,
+        "episodes/mean_tokens": mask.sum().item() / max(1, sum(episodes.num_episodes)),
+    }

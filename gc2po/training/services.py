@@ -24,7 +24,9 @@ Continuations = Callable[[list[list[int]], int], list[list[int]]]
 Gather = Callable[[torch.Tensor], torch.Tensor]
 
 
-def synced_contexts(contexts: list[list[int]], gather: Gather, filler: list[int]) -> list[list[int]]:
+def synced_contexts(
+    contexts: list[list[int]], gather: Gather, filler: list[int]
+) -> list[list[int]]:
     """``contexts`` padded with ``filler`` to the longest request of any rank."""
     counts = gather(torch.tensor([len(contexts)]))
     return contexts + [filler] * (int(counts.max()) - len(contexts))
@@ -34,7 +36,9 @@ def synced_contexts(contexts: list[list[int]], gather: Gather, filler: list[int]
 class HFContinuations:
     """Sampled continuations with transformers ``generate`` (training temperature, no top-p/k)."""
 
-    model_context: Callable[[], AbstractContextManager]  # yields the policy ready for generate/forward
+    model_context: Callable[
+        [], AbstractContextManager
+    ]  # yields the policy ready for generate/forward
     pad_token_id: int
     eos_token_id: int
     temperature: float
@@ -46,11 +50,23 @@ class HFContinuations:
         out: list[list[int]] = []
         with self.model_context() as model:
             for lo in range(0, len(contexts), self.batch_size):
-                ids, attention = left_pad(contexts[lo:lo + self.batch_size], self.pad_token_id, self.device)
-                generated = model.generate(input_ids=ids, attention_mask=attention, max_new_tokens=max_new_tokens,
-                                           do_sample=True, temperature=self.temperature, top_p=1.0, top_k=0,
-                                           pad_token_id=self.pad_token_id, eos_token_id=self.eos_token_id)
-                out.extend(_strip(row.tolist(), self.pad_token_id) for row in generated[:, ids.shape[1]:])
+                ids, attention = left_pad(
+                    contexts[lo : lo + self.batch_size], self.pad_token_id, self.device
+                )
+                generated = model.generate(
+                    input_ids=ids,
+                    attention_mask=attention,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=True,
+                    temperature=self.temperature,
+                    top_p=1.0,
+                    top_k=0,
+                    pad_token_id=self.pad_token_id,
+                    eos_token_id=self.eos_token_id,
+                )
+                out.extend(
+                    _strip(row.tolist(), self.pad_token_id) for row in generated[:, ids.shape[1] :]
+                )
         return out
 
 
@@ -65,7 +81,9 @@ class VLLMContinuations:
         saved = self.engine.max_completion_length
         self.engine.max_completion_length = max_new_tokens
         try:
-            _, completions, _, _ = self.engine.generate(prompts=contexts, images=None, num_generations=1)
+            _, completions, _, _ = self.engine.generate(
+                prompts=contexts, images=None, num_generations=1
+            )
         finally:
             self.engine.max_completion_length = saved
         return [list(c) for c in completions]
@@ -101,7 +119,11 @@ class ValueHead:
             self.optimizer = torch.optim.Adam(self.layer.parameters(), lr=self.lr)
         with torch.enable_grad():
             self.optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(self.layer(states).squeeze(-1), targets) if len(targets) else None
+            loss = (
+                torch.nn.functional.mse_loss(self.layer(states).squeeze(-1), targets)
+                if len(targets)
+                else None
+            )
             if loss is not None:
                 loss.backward()
             for p in self.layer.parameters():  # every rank steps, with or without states of its own
@@ -138,9 +160,13 @@ class RolloutServices:
         return self.rollout["prompt_ids"][row][self.rollout["prompt_mask"][row].bool()].tolist()
 
     def completion_ids(self, row: int) -> list[int]:
-        return self.rollout["completion_ids"][row][self.rollout["completion_mask"][row].bool()].tolist()
+        return self.rollout["completion_ids"][row][
+            self.rollout["completion_mask"][row].bool()
+        ].tolist()
 
-    def continuations(self, contexts: list[list[int]], num: int, max_new_tokens: int) -> list[list[int]]:
+    def continuations(
+        self, contexts: list[list[int]], num: int, max_new_tokens: int
+    ) -> list[list[int]]:
         """``num`` samples per context (consecutive), synced across processes."""
         jobs = [c for c in contexts for _ in range(num)]
         padded = synced_contexts(jobs, self.gather, [self.tokenizer.eos_token_id])
@@ -150,31 +176,47 @@ class RolloutServices:
         """``num`` continuations of each completion prefix (tokens up to ``prefix_end`` inclusive,
         -1 = none) followed by ``suffix``, and the outcome of prefix + suffix + continuation."""
         prefixes = [self.completion_ids(r)[: end + 1] + suffix for r, end in zip(rows, prefix_ends)]
-        continuations = self.continuations([self.prompt_ids(r) + p for r, p in zip(rows, prefixes)], num, max_new_tokens)
-        texts = [self.tokenizer.decode(prefixes[i // num] + c, skip_special_tokens=True) for i, c in enumerate(continuations)]
+        continuations = self.continuations(
+            [self.prompt_ids(r) + p for r, p in zip(rows, prefixes)], num, max_new_tokens
+        )
+        texts = [
+            self.tokenizer.decode(prefixes[i // num] + c, skip_special_tokens=True)
+            for i, c in enumerate(continuations)
+        ]
         return continuations, self.outcome([rows[i // num] for i in range(len(texts))], texts)
 
     # -- MRT -------------------------------------------------------------------------------------
-    def forced_answer_success(self, rows: list[int], prefix_ends: list[int], num: int) -> torch.Tensor:
+    def forced_answer_success(
+        self, rows: list[int], prefix_ends: list[int], num: int
+    ) -> torch.Tensor:
         """MRT's meta-prover: mean outcome of ``num`` forced answers after each completion prefix."""
         force = self.tokenizer(self.force_answer_text, add_special_tokens=False)["input_ids"]
         _, outcome = self._continue_prefixes(rows, prefix_ends, force, num, self.answer_tokens)
         return outcome.view(-1, num).mean(-1) if len(rows) else torch.zeros(0)
 
     # -- ReST-MCTS* ------------------------------------------------------------------------------
-    def branch_outcomes(self, rows: list[int], prefix_ends: list[int], num: int) -> list[list[tuple[bool, int]]]:
+    def branch_outcomes(
+        self, rows: list[int], prefix_ends: list[int], num: int
+    ) -> list[list[tuple[bool, int]]]:
         """``num`` continuations of each prefix, each as (verified correct, number of steps it adds)."""
-        continuations, outcome = self._continue_prefixes(rows, prefix_ends, [], num, self.max_completion_length)
-        steps = [len(segment_episodes(self.tokenizer.decode(c, skip_special_tokens=True))) for c in continuations]
+        continuations, outcome = self._continue_prefixes(
+            rows, prefix_ends, [], num, self.max_completion_length
+        )
+        steps = [
+            len(segment_episodes(self.tokenizer.decode(c, skip_special_tokens=True)))
+            for c in continuations
+        ]
         results = [(bool(o > 0.5), n) for o, n in zip(outcome.tolist(), steps)]
-        return [results[i * num:(i + 1) * num] for i in range(len(rows))]
+        return [results[i * num : (i + 1) * num] for i in range(len(rows))]
 
     def fit_value_head(self, states: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         predictions, self.value_loss = self.value_head.fit(states, targets)
         return predictions.cpu()
 
     # -- GCPO ------------------------------------------------------------------------------------
-    def gcpo_contexts(self, rows: list[int], max_new_tokens: int) -> tuple[list[list[int]], list[list[int]]]:
+    def gcpo_contexts(
+        self, rows: list[int], max_new_tokens: int
+    ) -> tuple[list[list[int]], list[list[int]]]:
         """GCPO's counterfactual contexts for one group: prompt + every candidate but o_i +
         integrated output y_n (and the alternative y_n')."""
         candidates = [self.completion_ids(r) for r in rows]
@@ -185,8 +227,10 @@ class RolloutServices:
             return [token for part in parts for token in part + separator]
 
         integrated = self.continuations([prompt + joined(candidates)], 2, max_new_tokens)
-        contexts = [[prompt + joined(candidates[:i] + candidates[i + 1:] + [y]) for i in range(len(rows))]
-                    for y in integrated]
+        contexts = [
+            [prompt + joined(candidates[:i] + candidates[i + 1 :] + [y]) for i in range(len(rows))]
+            for y in integrated
+        ]
         return contexts[0], contexts[1]
 
     @torch.no_grad()
@@ -194,25 +238,38 @@ class RolloutServices:
         """Final-norm states at the last token [N, d] and log-probs of the tokens from ``score_from`` on."""
         with self.model_context() as model:
             backbone = getattr(model, model.base_model_prefix)
-            ids, attention = left_pad(sequences, self.tokenizer.pad_token_id, next(model.parameters()).device)
+            ids, attention = left_pad(
+                sequences, self.tokenizer.pad_token_id, next(model.parameters()).device
+            )
             hidden = backbone(input_ids=ids, attention_mask=attention).last_hidden_state
             width, logps = ids.shape[1], []
             for row, (seq, start) in enumerate(zip(sequences, score_from)):
                 offset = width - len(seq)
-                logits = model.get_output_embeddings()(hidden[row, offset + start - 1: -1]).float() / self.temperature
-                logps.append(torch.log_softmax(logits, -1).gather(-1, ids[row, offset + start:].unsqueeze(-1)).squeeze(-1))
+                logits = (
+                    model.get_output_embeddings()(hidden[row, offset + start - 1 : -1]).float()
+                    / self.temperature
+                )
+                logps.append(
+                    torch.log_softmax(logits, -1)
+                    .gather(-1, ids[row, offset + start :].unsqueeze(-1))
+                    .squeeze(-1)
+                )
         return hidden[:, -1].float(), logps
 
     def sample_final_states(self, contexts: list[list[int]]) -> torch.Tensor:
         """One sampled continuation per context; the final-norm state at its last token [N, d]."""
         samples = self.continuations(contexts, 1, self.max_completion_length)
-        states, _ = self._states_and_logps([c + s for c, s in zip(contexts, samples)], [len(c) for c in contexts])
+        states, _ = self._states_and_logps(
+            [c + s for c, s in zip(contexts, samples)], [len(c) for c in contexts]
+        )
         return states
 
     def completion_logps_given(self, rows: list[int], contexts: list[list[int]]) -> torch.Tensor:
         """Log-probs of each completion's tokens [R, T] when it follows ``contexts`` instead of its prompt."""
         completions = [self.completion_ids(r) for r in rows]
-        _, logps = self._states_and_logps([c + y for c, y in zip(contexts, completions)], [len(c) for c in contexts])
+        _, logps = self._states_and_logps(
+            [c + y for c, y in zip(contexts, completions)], [len(c) for c in contexts]
+        )
         width = self.rollout["completion_ids"].shape[1]
         result = torch.zeros(len(rows), width, device=self.rollout["completion_ids"].device)
         for i, values in enumerate(logps):
@@ -225,23 +282,45 @@ def rollout_services(trainer, inputs: list[dict], output: dict, model_context) -
     or transformers generation under ``model_context`` (the policy unwrapped for generation),
     its first reward function as the outcome of a continuation."""
     tok, args = trainer.processing_class, trainer.args
-    generate = (VLLMContinuations(trainer.vllm_generation) if trainer.use_vllm else
-                HFContinuations(model_context, tok.pad_token_id, tok.eos_token_id,
-                                trainer.temperature, args.per_device_train_batch_size,
-                                trainer.accelerator.device))
+    generate = (
+        VLLMContinuations(trainer.vllm_generation)
+        if trainer.use_vllm
+        else HFContinuations(
+            model_context,
+            tok.pad_token_id,
+            tok.eos_token_id,
+            trainer.temperature,
+            args.per_device_train_batch_size,
+            trainer.accelerator.device,
+        )
+    )
 
     def outcome(rows: list[int], texts: list[str]) -> torch.Tensor:
         chosen = [inputs[r] for r in rows]
-        columns = {k: [x[k] for x in chosen] for k in (chosen[0] if chosen else {})
-                   if k not in ("prompt", "completion")}
+        columns = {
+            k: [x[k] for x in chosen]
+            for k in (chosen[0] if chosen else {})
+            if k not in ("prompt", "completion")
+        }
         values = trainer.reward_funcs[0](
-            prompts=[x["prompt"] for x in chosen], completion_ids=None,
-            completions=[[{"role": "assistant", "content": t}] for t in texts], **columns)
+            prompts=[x["prompt"] for x in chosen],
+            completion_ids=None,
+            completions=[[{"role": "assistant", "content": t}] for t in texts],
+            **columns,
+        )
         return torch.tensor([0.0 if v is None else float(v) for v in values])
 
     return RolloutServices(
-        generate=generate, model_context=model_context, tokenizer=tok, outcome=outcome,
-        rollout=output, gather=trainer.accelerator.gather, step=trainer.state.global_step,
-        temperature=trainer.temperature, max_completion_length=args.max_completion_length,
-        force_answer_text=args.force_answer_text, answer_tokens=args.mrt_answer_tokens,
-        value_head=trainer.value_head)
+        generate=generate,
+        model_context=model_context,
+        tokenizer=tok,
+        outcome=outcome,
+        rollout=output,
+        gather=trainer.accelerator.gather,
+        step=trainer.state.global_step,
+        temperature=trainer.temperature,
+        max_completion_length=args.max_completion_length,
+        force_answer_text=args.force_answer_text,
+        answer_tokens=args.mrt_answer_tokens,
+        value_head=trainer.value_head,
+    )

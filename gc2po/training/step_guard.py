@@ -46,7 +46,9 @@ class NonFiniteStepGuard:
             self._loss_finite = False
 
     # -- gradient norm ---------------------------------------------------------------------------
-    def clip(self, named_parameters: Iterable[tuple[str, torch.nn.Parameter]], max_norm: float | None) -> torch.Tensor:
+    def clip(
+        self, named_parameters: Iterable[tuple[str, torch.nn.Parameter]], max_norm: float | None
+    ) -> torch.Tensor:
         """Total gradient norm (2-norm over all gradients); clips to ``max_norm`` when it is finite.
         When it is not, records the first parameter (in model order) whose gradient is not finite."""
         params = [(name, p) for name, p in named_parameters if p.grad is not None]
@@ -56,14 +58,23 @@ class NonFiniteStepGuard:
         total = torch.nn.utils.get_total_norm(grads, norm_type=2.0, foreach=True)
         if torch.isfinite(total):
             if max_norm is not None and max_norm > 0:
-                torch.nn.utils.clip_grads_with_norm_([p for _, p in params], max_norm, total, foreach=True)
+                torch.nn.utils.clip_grads_with_norm_(
+                    [p for _, p in params], max_norm, total, foreach=True
+                )
         else:
-            self._first_bad = next((name for name, p in params if not torch.isfinite(p.grad).all()), None)
+            self._first_bad = next(
+                (name for name, p in params if not torch.isfinite(p.grad).all()), None
+            )
         return total
 
     # -- the decision ----------------------------------------------------------------------------
-    def end_step(self, grad_norm: float | torch.Tensor | None, step: int, parameters: Iterable[torch.nn.Parameter],
-                 skipped_by_engine: bool = False) -> bool:
+    def end_step(
+        self,
+        grad_norm: float | torch.Tensor | None,
+        step: int,
+        parameters: Iterable[torch.nn.Parameter],
+        skipped_by_engine: bool = False,
+    ) -> bool:
         """Decide whether the step that just accumulated its gradients is skipped; drop the
         gradients if so. Returns True when skipped. Raises NonFiniteStepsError after
         ``max_consecutive`` skips in a row."""
@@ -80,7 +91,8 @@ class NonFiniteStepGuard:
                     f"{self.consecutive} consecutive optimizer steps had a non-finite loss or gradient norm and were "
                     f"skipped (last at step {step}; loss finite: {self._loss_finite}, grad norm: {norm}); first "
                     f"non-finite parameter: {self._first_bad or 'unknown (gradients partitioned by the engine)'}; "
-                    f"prompt ids of the batch: {self._prompt_ids}")
+                    f"prompt ids of the batch: {self._prompt_ids}"
+                )
         else:
             self.consecutive = 0
         self._prompt_ids, self._loss_finite, self._first_bad = [], True, None
@@ -106,11 +118,14 @@ class NonFiniteStepMixin:
             grad_norm = self.step_guard.clip(model.named_parameters(), None)
         grad_norm = super()._get_grad_norm(model, grad_norm=grad_norm)
         engine_skipped = self.is_deepspeed_enabled and self.accelerator.optimizer_step_was_skipped
-        skipped = self.step_guard.end_step(grad_norm, self.state.global_step + 1, model.parameters(),
-                                           engine_skipped)
+        skipped = self.step_guard.end_step(
+            grad_norm, self.state.global_step + 1, model.parameters(), engine_skipped
+        )
         if not self.is_deepspeed_enabled:
             # accelerate's optimizer reports a skipped step (its GradScaler overflow flag) through
             # `step_was_skipped`; the Trainer and the LR scheduler then leave the schedule untouched
             self.optimizer._is_overflow = skipped
-        self._metrics["train"]["nonfinite/skipped_steps"].append(float(self.step_guard.skipped_total))
+        self._metrics["train"]["nonfinite/skipped_steps"].append(
+            float(self.step_guard.skipped_total)
+        )
         return grad_norm

@@ -38,9 +38,16 @@ def build_dataset(records: list[dict], task: str):
 
     from gc2po.data.prompts import record_messages
 
-    rows = [{"prompt": record_messages(record, task), "question": record["question"],
-             "answer": str(record["answer"]), "meta_json": json.dumps(record.get("meta", {})),
-             "id": record["id"]} for record in records]
+    rows = [
+        {
+            "prompt": record_messages(record, task),
+            "question": record["question"],
+            "answer": str(record["answer"]),
+            "meta_json": json.dumps(record.get("meta", {})),
+            "id": record["id"],
+        }
+        for record in records
+    ]
     return Dataset.from_list(rows)
 
 
@@ -62,12 +69,21 @@ def train(run: dict, log=print) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(run["model"])
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32  # bf16-mixed keeps fp32 master weights
+    dtype = (
+        torch.bfloat16 if args.precision == "bf16" else torch.float32
+    )  # bf16-mixed keeps fp32 master weights
     model = AutoModelForCausalLM.from_pretrained(run["model"], dtype=dtype)
-    trainer = GC2POTrainer(model=model, args=args, train_dataset=build_dataset(records, task),
-                           processing_class=tokenizer, reward_funcs=[REWARDS[task]])
-    log(f"training {args.method} ({args.precision}) on {len(records)} problems -> {args.output_dir} "
-        f"(resume={checkpoint is not None}{f' from {checkpoint.name}' if checkpoint else ''})")
+    trainer = GC2POTrainer(
+        model=model,
+        args=args,
+        train_dataset=build_dataset(records, task),
+        processing_class=tokenizer,
+        reward_funcs=[REWARDS[task]],
+    )
+    log(
+        f"training {args.method} ({args.precision}) on {len(records)} problems -> {args.output_dir} "
+        f"(resume={checkpoint is not None}{f' from {checkpoint.name}' if checkpoint else ''})"
+    )
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     final = Path(args.output_dir) / RunDir.FINAL
     trainer.save_model(str(final))  # rank 0 writes; gathers ZeRO-3 shards (16-bit) first

@@ -61,13 +61,16 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
         super().__init__(*args, **kwargs)
         self.method = get_method(self.args.method)
         if self.method.nonnegative_rewards:  # refused here, not at the first negative reward
-            check_nonnegative_rewards(self.method.name, self.reward_funcs,
-                                      self.reward_weights.tolist())
+            check_nonnegative_rewards(
+                self.method.name, self.reward_funcs, self.reward_weights.tolist()
+            )
         self.step_guard = NonFiniteStepGuard(self.args.max_consecutive_skipped_steps)
-        self.ratio_guard = RatioGuard(self.args.ratio_guard_low, self.args.ratio_guard_high,
-                                      self.args.ratio_guard_patience)
-        self.value_head = ValueHead(self.args.rest_value_lr,
-                                    lambda t: self.accelerator.reduce(t, "mean"))
+        self.ratio_guard = RatioGuard(
+            self.args.ratio_guard_low, self.args.ratio_guard_high, self.args.ratio_guard_patience
+        )
+        self.value_head = ValueHead(
+            self.args.rest_value_lr, lambda t: self.accelerator.reduce(t, "mean")
+        )
         if needs_cpu_sync(self.use_vllm, self.args.vllm_mode):
             use_cpu_sync(self.vllm_generation)
         self._request: ForwardRequest | None = None
@@ -75,18 +78,21 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
         if self.args.metrics_path:
             self.add_callback(JsonlMetricsCallback(self.args.metrics_path))
 
-    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations,
-                              has_tool_images=False):
+    def _generate_single_turn(
+        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+    ):
         if trainer_can_sample(self, images, multimodal_fields):
             completions = trainer_completions(self, prompt_ids)
             if completions is not None:
                 return completions, None
-        return super()._generate_single_turn(prompt_ids, images, multimodal_fields,
-                                             num_generations, has_tool_images)
+        return super()._generate_single_turn(
+            prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+        )
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        self._rewards_per_func = super()._calculate_rewards(inputs, prompts, completions,
-                                                            completion_ids_list)
+        self._rewards_per_func = super()._calculate_rewards(
+            inputs, prompts, completions, completion_ids_list
+        )
         return self._rewards_per_func
 
     # -- a generation batch -> advantages -------------------------------------------------------
@@ -109,16 +115,22 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
         if (want_states or method.needs_old_logps or args.sampling_ratio_pass) and request is None:
             request = self._new_request()
             output["old_per_token_logps"] = self._sampling_policy_pass(output, request)
-        episodes = request.episodes if request is not None else self._segment(
-            output["completion_ids"], mask)  # every method: the length figure compares them
+        episodes = (
+            request.episodes
+            if request is not None
+            else self._segment(output["completion_ids"], mask)
+        )  # every method: the length figure compares them
         self._record(scoring.episode_metrics(episodes, mask), mode)
         batch = self._rollout_batch(mask, mode, episodes.episode_ids, request)
         output["gc2po_row_index"] = batch.row_index  # travels with each row through TRL's shuffle
         if deferred:  # on-policy GC2PO: advantages come from the loss forward's own states
             positions = self._state_table(episodes, output["completion_ids"])
-            output.update(gc2po_rewards=batch.rewards, gc2po_episode_ids=batch.episode_ids,
-                          gc2po_state_positions=positions,
-                          advantages=torch.zeros_like(mask, dtype=torch.float32))
+            output.update(
+                gc2po_rewards=batch.rewards,
+                gc2po_episode_ids=batch.episode_ids,
+                gc2po_state_positions=positions,
+                advantages=torch.zeros_like(mask, dtype=torch.float32),
+            )
             return output
         if method.needs_rollout_states or (method.needs_episodes and not method.needs_cf):
             batch.services = rollout_services(self, inputs, output, self._generation_context)
@@ -136,13 +148,15 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
         rewards = combined_rewards(self._rewards_per_func, self.reward_weights)
         start = self.accelerator.process_index * rows
         return RolloutBatch(
-            rewards=rewards[start:start + rows].to(mask.device),
+            rewards=rewards[start : start + rows].to(mask.device),
             row_index=torch.arange(start, start + rows, device=mask.device),
             group_size=self.num_generations if mode == "train" else self.num_generations_eval,
-            completion_mask=mask, gather=self.accelerator.gather,
+            completion_mask=mask,
+            gather=self.accelerator.gather,
             episode_ids=episode_ids if self.method.needs_episodes or request else None,
             old_logps=request.logps if request else None,
-            states=request.states if request else None)
+            states=request.states if request else None,
+        )
 
     def _counterfactual(self, batch: RolloutBatch) -> tuple[torch.Tensor, dict]:
         """R_cf per (row, episode) [B, Lmax] of a batch with states (``scoring.score``)."""
@@ -151,10 +165,15 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
         states = batch.states
         with gathered_lm_head(self.accelerator.unwrap_model(self.model)) as lm_head:  # ZeRO-3
             return scoring.counterfactual_table(
-                states, batch.row_index, batch.completion_mask.shape[0], batch.group_size,
-                self.args.counterfactual_params(), lm_head,
+                states,
+                batch.row_index,
+                batch.completion_mask.shape[0],
+                batch.group_size,
+                self.args.counterfactual_params(),
+                lm_head,
                 generator=torch.Generator(device=states.u.device).manual_seed(seed),
-                gather_keyed=lambda key, u: gather_keyed_rows(self.accelerator, key, u))
+                gather_keyed=lambda key, u: gather_keyed_rows(self.accelerator, key, u),
+            )
 
     @torch.no_grad()
     def _sampling_policy_pass(self, output, request: ForwardRequest) -> torch.Tensor:
@@ -165,21 +184,35 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
         self._request = request
         try:
             logps, _, _ = self._get_per_token_logps_and_entropies(
-                self.model, ids, attention, output["completion_ids"].shape[1],
-                batch_size=self.args.per_device_train_batch_size)
+                self.model,
+                ids,
+                attention,
+                output["completion_ids"].shape[1],
+                batch_size=self.args.per_device_train_batch_size,
+            )
         finally:
             self._request = None
         return logps
 
     # -- the forward passes that run anyway -----------------------------------------------------
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
-                                           *args, **kwargs):
+    def _get_per_token_logps_and_entropies(
+        self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+    ):
         request = self._request
         forward = super()._get_per_token_logps_and_entropies
         if request is None or not request.serves(model, self.model):
             return forward(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
-        result = capture_forward(request, forward, self.accelerator.unwrap_model(model), model,
-                                 input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        result = capture_forward(
+            request,
+            forward,
+            self.accelerator.unwrap_model(model),
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            *args,
+            **kwargs,
+        )
         if request.inputs is not None:  # the loss forward of on-policy GC2PO
             request.inputs["advantages"] = self._advantages_in_loss_forward(request)
         return result
@@ -187,18 +220,26 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
     def _advantages_in_loss_forward(self, request: ForwardRequest) -> torch.Tensor:
         inputs = request.inputs
         batch = RolloutBatch(
-            rewards=inputs["gc2po_rewards"], row_index=inputs["gc2po_row_index"],
+            rewards=inputs["gc2po_rewards"],
+            row_index=inputs["gc2po_row_index"],
             group_size=self.num_generations if self._mode == "train" else self.num_generations_eval,
-            completion_mask=inputs["completion_mask"].bool(), gather=self.accelerator.gather,
-            old_logps=request.logps, episode_ids=request.episode_ids, states=request.states)
+            completion_mask=inputs["completion_mask"].bool(),
+            gather=self.accelerator.gather,
+            old_logps=request.logps,
+            episode_ids=request.episode_ids,
+            states=request.states,
+        )
         scored = scoring.score(self.method, batch, self.args, self._counterfactual)
         self._record(dict(scored.metrics), self._mode)
         return scored.advantages
 
     def _generation_context(self):
         """The policy unwrapped for generation (ZeRO-3 parameters gathered), as TRL does it."""
-        return unwrap_model_for_generation(self.model_wrapped, self.accelerator,
-                                           gather_deepspeed3_params=self.args.ds3_gather_for_generation)
+        return unwrap_model_for_generation(
+            self.model_wrapped,
+            self.accelerator,
+            gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+        )
 
     def _new_request(self, **known) -> ForwardRequest:
         return ForwardRequest(segment=self._segment, state_table=self._state_table, **known)
@@ -209,8 +250,9 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
 
     def _state_table(self, episodes: EpisodeBatch, completion_ids) -> torch.Tensor:
         """Where each episode's state u is read (``cf_state``): [B, Lmax] completion positions."""
-        return state_table(episodes, completion_ids, self.args.cf_state,
-                           set(self.processing_class.all_special_ids))
+        return state_table(
+            episodes, completion_ids, self.args.cf_state, set(self.processing_class.all_special_ids)
+        )
 
     # -- loss -----------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
@@ -218,14 +260,20 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
         wants_ratio = old is not None and torch.is_grad_enabled()
         if "gc2po_episode_ids" in inputs:
             self._request = self._new_request(
-                episode_ids=inputs["gc2po_episode_ids"], inputs=inputs, for_loss=True,
-                state_positions=inputs["gc2po_state_positions"])
+                episode_ids=inputs["gc2po_episode_ids"],
+                inputs=inputs,
+                for_loss=True,
+                state_positions=inputs["gc2po_state_positions"],
+            )
         elif wants_ratio:  # pi / pi_old (paper Fig. 3b) from the loss forward's log-probs
             self._request = ForwardRequest(want_states=False, for_loss=True)
         request = self._request
         try:
-            loss = (self._method_loss(model, inputs) if self.method.loss is not None
-                    else super()._compute_loss(model, inputs))
+            loss = (
+                self._method_loss(model, inputs)
+                if self.method.loss is not None
+                else super()._compute_loss(model, inputs)
+            )
         finally:
             self._request = None
         if wants_ratio and request is not None and request.logps is not None:
@@ -235,8 +283,9 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
     def _method_loss(self, model, inputs):
         ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         attention = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
-        logps, _, _ = self._get_per_token_logps_and_entropies(model, ids, attention,
-                                                              inputs["completion_ids"].shape[1])
+        logps, _, _ = self._get_per_token_logps_and_entropies(
+            model, ids, attention, inputs["completion_ids"].shape[1]
+        )
         loss = self.method.loss(logps, inputs, self.args)
         return loss / (self.current_gradient_accumulation_steps if self.model.training else 1.0)
 
@@ -251,7 +300,8 @@ class GC2POTrainer(NonFiniteStepMixin, GRPOTrainer):
 
     def _warn_if_prompts_hold_pad(self, output):
         pad = self.processing_class.pad_token_id
-        if not self._warned_pad_in_prompt and prompts_hold_pad(output["prompt_ids"],
-                                                               output["prompt_mask"], pad):
+        if not self._warned_pad_in_prompt and prompts_hold_pad(
+            output["prompt_ids"], output["prompt_mask"], pad
+        ):
             self._warned_pad_in_prompt = True
             warnings.warn(PAD_IN_PROMPT_WARNING.format(pad=pad), stacklevel=2)

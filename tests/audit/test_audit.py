@@ -25,9 +25,16 @@ from gc2po.training.episode_states import STATE_CHOICES
 
 def audit_config(**sampling) -> AuditConfig:
     """The paper's R_cf settings at the episode ends, M = 2, top-8 answer space."""
-    params = CounterfactualParams(perturbation=[{"name": "dropout", "p": 0.1}, {"name": "gaussian", "sigma": 0.1}],
-                                  num_perturbations=2, cf_tau=0.1, lambda_exp=0.9, lambda_sta=1.0,
-                                  cf_eps_u=1e-6, answer_space="topk", answer_topk=8)
+    params = CounterfactualParams(
+        perturbation=[{"name": "dropout", "p": 0.1}, {"name": "gaussian", "sigma": 0.1}],
+        num_perturbations=2,
+        cf_tau=0.1,
+        lambda_exp=0.9,
+        lambda_sta=1.0,
+        cf_eps_u=1e-6,
+        answer_space="topk",
+        answer_topk=8,
+    )
     return AuditConfig(params, lambda_cf=0.8, trunc_frac=0.05, cf_state="episode_end", **sampling)
 
 
@@ -50,20 +57,38 @@ def test_correlations_by_hand():
 
 
 def test_summary_groups_and_shares_by_hand():
-    frame = pd.DataFrame({"f": F, "p": P, "group": ["near_ideal", "lucky_guess", "near_miss", "fully_bad"],
-                          "r_out": [1.0, 1.0, 0.0, 0.0], "r_cf": [0.9, 0.1, 0.8, 0.2]})
+    frame = pd.DataFrame(
+        {
+            "f": F,
+            "p": P,
+            "group": ["near_ideal", "lucky_guess", "near_miss", "fully_bad"],
+            "r_out": [1.0, 1.0, 0.0, 0.0],
+            "r_cf": [0.9, 0.1, 0.8, 0.2],
+        }
+    )
     summary = summarise(frame, rewards=("r_out", "r_cf"))
     assert summary["completions"] == 4
-    for group, r_cf in (("near_ideal", 0.9), ("lucky_guess", 0.1), ("near_miss", 0.8), ("fully_bad", 0.2)):
+    for group, r_cf in (
+        ("near_ideal", 0.9),
+        ("lucky_guess", 0.1),
+        ("near_miss", 0.8),
+        ("fully_bad", 0.2),
+    ):
         assert summary["groups"][group]["share"] == 0.25
         assert summary["groups"][group]["r_cf"][0] == pytest.approx(r_cf)
     # the near miss gets the outcome reward of the fully bad trajectory, the lucky guess that of the ideal one
-    assert summary["groups"]["near_miss"]["r_out"][0] == summary["groups"]["fully_bad"]["r_out"][0] == 0.0
+    assert (
+        summary["groups"]["near_miss"]["r_out"][0]
+        == summary["groups"]["fully_bad"]["r_out"][0]
+        == 0.0
+    )
     assert summary["correlations"]["r_cf"]["partial_p_given_f"] == pytest.approx(0.989949, rel=1e-5)
 
 
 def test_perturbation_study_ranks_by_partial_correlation():
-    frame = pd.DataFrame({"f": F, "p": P, "r_cf[good]#0": [0.9, 0.1, 0.8, 0.2], "r_cf[bad]#0": [0.2, 0.8, 0.1, 0.9]})
+    frame = pd.DataFrame(
+        {"f": F, "p": P, "r_cf[good]#0": [0.9, 0.1, 0.8, 0.2], "r_cf[bad]#0": [0.2, 0.8, 0.1, 0.9]}
+    )
     study = perturbation_study(frame)
     assert study.perturbation.tolist() == ["good", "bad"]
     assert study.partial_p_given_f.iloc[0] == pytest.approx(-study.partial_p_given_f.iloc[1])
@@ -73,7 +98,11 @@ def test_perturbation_study_ranks_by_partial_correlation():
 def test_perturbation_study_summarises_independent_draws_by_hand():
     # draw 0: partial 0.989949 (test_correlations_by_hand); draw 1 = draw 0 mirrored: -0.989949;
     # draw 2: within-f residuals R [.1,-.1,.4,-.4], p [.4,-.4,.4,-.4] -> .4 / sqrt(.34 * .64) = 0.857493
-    draws = {"r_cf[x]#0": [0.9, 0.1, 0.8, 0.2], "r_cf[x]#1": [0.1, 0.9, 0.2, 0.8], "r_cf[x]#2": [0.6, 0.4, 0.9, 0.1]}
+    draws = {
+        "r_cf[x]#0": [0.9, 0.1, 0.8, 0.2],
+        "r_cf[x]#1": [0.1, 0.9, 0.2, 0.8],
+        "r_cf[x]#2": [0.6, 0.4, 0.9, 0.1],
+    }
     study = perturbation_study(pd.DataFrame({"f": F, "p": P, **draws})).iloc[0]
     values = [0.989949, -0.989949, 0.4 / math.sqrt(0.34 * 0.64)]
     mean = sum(values) / 3
@@ -81,10 +110,14 @@ def test_perturbation_study_summarises_independent_draws_by_hand():
     assert study.draws == 3
     assert study.partial_p_given_f == pytest.approx(mean, rel=1e-5)
     assert study.partial_sd == pytest.approx(sd, rel=1e-5)
-    assert study.partial_min == pytest.approx(-0.989949, rel=1e-5) and study.partial_max == pytest.approx(0.989949, rel=1e-5)
+    assert study.partial_min == pytest.approx(
+        -0.989949, rel=1e-5
+    ) and study.partial_max == pytest.approx(0.989949, rel=1e-5)
     half = 4.302653 * sd / math.sqrt(3)  # t(0.975, df=2)
-    assert (study.partial_ci_low, study.partial_ci_high) == (pytest.approx(mean - half, rel=1e-5),
-                                                             pytest.approx(mean + half, rel=1e-5))
+    assert (study.partial_ci_low, study.partial_ci_high) == (
+        pytest.approx(mean - half, rel=1e-5),
+        pytest.approx(mean + half, rel=1e-5),
+    )
 
 
 @pytest.mark.slow
@@ -93,17 +126,50 @@ def test_score_rows_on_handwritten_completions(tiny_model_dir):
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    problem = Problem("p0", "test_id", "Ana has 5 apples. Ana buys 3 more. How many?", 5, (("+", 3), ("*", 2)), (8, 16))
-    texts = [solution_text(problem, "correct"), solution_text(problem, "slip"), solution_text(problem, "shortcut"),
-             "no idea \\boxed{3}"]
-    generations = [Generation(0, i, t, 0, True, tokenizer(t, add_special_tokens=False)["input_ids"]) for i, t in enumerate(texts)]
-    frame = score_rows(model, tokenizer, [problem], ["<|user|>q\n<|assistant|>"], generations,
-                       audit_config(study_draws=2), grid=[[{"name": "dropout", "p": 0.5}]])
+    problem = Problem(
+        "p0",
+        "test_id",
+        "Ana has 5 apples. Ana buys 3 more. How many?",
+        5,
+        (("+", 3), ("*", 2)),
+        (8, 16),
+    )
+    texts = [
+        solution_text(problem, "correct"),
+        solution_text(problem, "slip"),
+        solution_text(problem, "shortcut"),
+        "no idea \\boxed{3}",
+    ]
+    generations = [
+        Generation(0, i, t, 0, True, tokenizer(t, add_special_tokens=False)["input_ids"])
+        for i, t in enumerate(texts)
+    ]
+    frame = score_rows(
+        model,
+        tokenizer,
+        [problem],
+        ["<|user|>q\n<|assistant|>"],
+        generations,
+        audit_config(study_draws=2),
+        grid=[[{"name": "dropout", "p": 0.5}]],
+    )
     assert frame.group.tolist() == ["near_ideal", "near_miss", "lucky_guess", "fully_bad"]
     assert frame.f.tolist() == [1, 0, 1, 0]
-    assert frame.episodes.tolist()[:3] == [2, 2, 2] and frame.fallback.tolist() == [False, False, False, True]
-    for column in ("s_sta", "s_exp", "r_cf", "gc2po_score", "gc2po_advantage", "r_cf[dropout(p=0.5)]#0",
-                   "r_cf[dropout(p=0.5)]#1"):
+    assert frame.episodes.tolist()[:3] == [2, 2, 2] and frame.fallback.tolist() == [
+        False,
+        False,
+        False,
+        True,
+    ]
+    for column in (
+        "s_sta",
+        "s_exp",
+        "r_cf",
+        "gc2po_score",
+        "gc2po_advantage",
+        "r_cf[dropout(p=0.5)]#0",
+        "r_cf[dropout(p=0.5)]#1",
+    ):
         assert torch.isfinite(torch.tensor(frame[column].to_numpy())).all(), column
     assert frame.gc2po_advantage.sum() == pytest.approx(0.0, abs=1e-6)  # group-normalised
     # R_cf at every cf_state choice, through the trainer's state function; episode_end (the
@@ -124,9 +190,17 @@ def test_study_draws_must_be_a_positive_integer():
 def test_the_audit_scores_with_the_run_settings_it_is_given():
     from gc2po.training.config import GC2POConfig
 
-    args = GC2POConfig(output_dir="unused", method="gc2po_add", use_cpu=True, report_to="none",
-                       perturbation="group_mix", perturbation_alpha=0.6, num_perturbations=3,
-                       lambda_cf=0.5, answer_topk=16)
+    args = GC2POConfig(
+        output_dir="unused",
+        method="gc2po_add",
+        use_cpu=True,
+        report_to="none",
+        perturbation="group_mix",
+        perturbation_alpha=0.6,
+        num_perturbations=3,
+        lambda_cf=0.5,
+        answer_topk=16,
+    )
     config = AuditConfig.from_trainer(args, k=4, seed=3)
     assert config.counterfactual == args.counterfactual_params()
     assert config.counterfactual.perturbation == [{"name": "group_mix", "alpha": 0.6}]
@@ -139,11 +213,19 @@ def test_state_choice_study_reports_each_choice_with_a_problem_bootstrap_ci():
     n_problems, k = 40, 4
     f = rng.integers(0, 2, n_problems * k)
     p = np.clip(0.5 * f + rng.normal(0, 0.3, f.size), 0, 1)
-    frame = pd.DataFrame({"problem_id": np.repeat(np.arange(n_problems), k), "f": f, "p": p,
-                          "r_cf@result": p + rng.normal(0, 0.1, f.size),  # tracks p within f
-                          "r_cf@episode_end": rng.normal(0, 1, f.size)})  # noise
+    frame = pd.DataFrame(
+        {
+            "problem_id": np.repeat(np.arange(n_problems), k),
+            "f": f,
+            "p": p,
+            "r_cf@result": p + rng.normal(0, 0.1, f.size),  # tracks p within f
+            "r_cf@episode_end": rng.normal(0, 1, f.size),
+        }
+    )  # noise
     study = state_choice_study(frame, num_resamples=300)
     good, noise = study["result"], study["episode_end"]
-    assert good["partial_p_given_f"] == pytest.approx(partial_correlation(frame["r_cf@result"], p, f))
+    assert good["partial_p_given_f"] == pytest.approx(
+        partial_correlation(frame["r_cf@result"], p, f)
+    )
     assert 0.8 < good["ci_low"] <= good["partial_p_given_f"] <= good["ci_high"] <= 1
     assert noise["ci_low"] < 0 < noise["ci_high"]  # nothing there, and the interval says so

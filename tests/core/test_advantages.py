@@ -47,29 +47,37 @@ def hand_case():
       a: 1.2239953 * [.4,.4]/.4 (a wrong answer with a good episode gets a positive advantage)
       b: 0; c: nothing to advantage.
     """
-    episode_ids = torch.tensor([
-        [[0, 0, 1, 1], [0, 0, 0, -1], [0, 1, 1, 1]],
-        [[0, 0, -1, -1], [0, 0, -1, -1], [-1, -1, -1, -1]],
-    ])
-    mask = episode_ids >= 0
-    old_logps = -torch.tensor([
-        [[1.0, 1, 2, 2], [1, 2, 1, 0], [0, 0, 0, 0]],
-        [[1.0, 1, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]],
-    ])
-    r_out = torch.tensor([[1.0, 0, 1], [0, 0, 0]])
-    r_cf = torch.tensor([
-        [[0.5, 1.0], [0.5, 9.9], [0.25, 0.5]],  # 9.9: an unused slot, must be ignored
-        [[1.0, 0.0], [0.5, 0.0], [0.0, 0.0]],
-    ])
-    a1 = [1.0955682, -1.3211263, 0.2255582]
-    expected = torch.tensor([
+    episode_ids = torch.tensor(
         [
-            [a1[0] * x / 0.55 for x in (0.45, 0.45, 0.65, 0.65)],
-            [a1[1] * x for x in (0.75, 1.5, 0.75)] + [0.0],
-            [a1[2] * x for x in (1.75, 0.75, 0.75, 0.75)],
-        ],
-        [[1.2239953, 1.2239953, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],
-    ])
+            [[0, 0, 1, 1], [0, 0, 0, -1], [0, 1, 1, 1]],
+            [[0, 0, -1, -1], [0, 0, -1, -1], [-1, -1, -1, -1]],
+        ]
+    )
+    mask = episode_ids >= 0
+    old_logps = -torch.tensor(
+        [
+            [[1.0, 1, 2, 2], [1, 2, 1, 0], [0, 0, 0, 0]],
+            [[1.0, 1, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0]],
+        ]
+    )
+    r_out = torch.tensor([[1.0, 0, 1], [0, 0, 0]])
+    r_cf = torch.tensor(
+        [
+            [[0.5, 1.0], [0.5, 9.9], [0.25, 0.5]],  # 9.9: an unused slot, must be ignored
+            [[1.0, 0.0], [0.5, 0.0], [0.0, 0.0]],
+        ]
+    )
+    a1 = [1.0955682, -1.3211263, 0.2255582]
+    expected = torch.tensor(
+        [
+            [
+                [a1[0] * x / 0.55 for x in (0.45, 0.45, 0.65, 0.65)],
+                [a1[1] * x for x in (0.75, 1.5, 0.75)] + [0.0],
+                [a1[2] * x for x in (1.75, 0.75, 0.75, 0.75)],
+            ],
+            [[1.2239953, 1.2239953, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],
+        ]
+    )
     return r_out, episode_ids, r_cf, old_logps, mask, expected
 
 
@@ -94,7 +102,9 @@ def test_truncated_mean_by_hand():
     # an outlier is removed: [0, 1, 1, ..., 1, 100] with 20 entries
     spiky = torch.ones(1, 20)
     spiky[0, 0], spiky[0, -1] = 0.0, 100.0
-    assert truncated_mean(spiky, torch.ones_like(spiky, dtype=torch.bool), 0.05).item() == pytest.approx(1.0)
+    assert truncated_mean(
+        spiky, torch.ones_like(spiky, dtype=torch.bool), 0.05
+    ).item() == pytest.approx(1.0)
     assert truncated_mean(values, torch.zeros_like(mask), 0.05).item() == 0.0
 
 
@@ -119,8 +129,16 @@ def test_reduces_to_grpo_for_single_episode_uniform_surprise():
     T = 5
     ids = torch.zeros(4, T, dtype=torch.long)
     mask = torch.ones(4, T, dtype=torch.bool)
-    got = token_advantages(r_out, ids, torch.zeros(4, 1), torch.full((4, T), -0.7), mask,
-                           lambda_cf=0.0, trunc_frac=0.0, adv_clip=10.0)
+    got = token_advantages(
+        r_out,
+        ids,
+        torch.zeros(4, 1),
+        torch.full((4, T), -0.7),
+        mask,
+        lambda_cf=0.0,
+        trunc_frac=0.0,
+        adv_clip=10.0,
+    )
     scores = r_out / T
     grpo = (scores - scores.mean()) / (scores.std(unbiased=False) + 1e-4)
     for k in range(4):
@@ -131,20 +149,26 @@ def test_reduces_to_grpo_for_single_episode_uniform_surprise():
 def test_all_equal_rewards_give_zero_advantages():
     ids = torch.tensor([[0, 0, 1], [0, 0, 1], [0, 0, 1]])
     mask = torch.ones_like(ids, dtype=torch.bool)
-    adv = token_advantages(torch.ones(3), ids, torch.full((3, 2), 0.7), torch.full((3, 3), -0.5), mask, **KW)
+    adv = token_advantages(
+        torch.ones(3), ids, torch.full((3, 2), 0.7), torch.full((3, 3), -0.5), mask, **KW
+    )
     assert torch.equal(adv, torch.zeros_like(adv))
 
 
 def test_sequence_level_estimators():
     rewards = torch.tensor([[1.0, 0.0, 1.0, 0.0]])
     torch.testing.assert_close(dr_grpo_advantage(rewards), torch.tensor([[0.5, -0.5, 0.5, -0.5]]))
-    torch.testing.assert_close(grpo_advantage(rewards), torch.tensor([[1.0, -1.0, 1.0, -1.0]]) * 0.5 / (0.5 + 1e-4))
+    torch.testing.assert_close(
+        grpo_advantage(rewards), torch.tensor([[1.0, -1.0, 1.0, -1.0]]) * 0.5 / (0.5 + 1e-4)
+    )
 
 
 def test_unscored_rewards_are_left_out_of_the_group_and_get_zero():
     # as TRL: a completion no reward function scored (NaN) does not enter mean or std
     rewards = torch.tensor([[1.0, float("nan"), 0.0, float("inf")]])
-    torch.testing.assert_close(grpo_advantage(rewards), torch.tensor([[0.5 / (0.5 + 1e-4), 0.0, -0.5 / (0.5 + 1e-4), 0.0]]))
+    torch.testing.assert_close(
+        grpo_advantage(rewards), torch.tensor([[0.5 / (0.5 + 1e-4), 0.0, -0.5 / (0.5 + 1e-4), 0.0]])
+    )
     torch.testing.assert_close(dr_grpo_advantage(rewards), torch.tensor([[0.5, 0.0, -0.5, 0.0]]))
     assert torch.equal(grpo_advantage(torch.full((1, 3), float("nan"))), torch.zeros(1, 3))
 
@@ -158,7 +182,9 @@ def test_group_normalised_is_independent_of_row_order_and_process_split():
     halves = [perm[:4], perm[4:]]
     for rank in range(2):
         calls = iter([rewards[torch.cat(halves)], torch.cat(halves)])
-        got = group_normalised(rewards[halves[rank]], halves[rank], 4, gather=lambda t, c=calls: next(c))
+        got = group_normalised(
+            rewards[halves[rank]], halves[rank], 4, gather=lambda t, c=calls: next(c)
+        )
         torch.testing.assert_close(got, expected[halves[rank]])
     with pytest.raises(ValueError, match="exactly once"):
         group_normalised(rewards, torch.zeros(8, dtype=torch.long), 4)
@@ -174,11 +200,23 @@ def test_gc2po_entry_point_with_a_split_group_equals_one_process():
     # send through the all-gather (its trajectory scores, then its row indices) is computed here
     perm = torch.tensor([4, 0, 5, 2, 1, 3])
     ranks = [perm[:3], perm[3:]]
-    sent_scores = [trajectory_token_rewards(flat[0][r], flat[1][r], flat[2][r], flat[3][r], flat[4][r],
-                                            lambda_cf=KW["lambda_cf"], trunc_frac=KW["trunc_frac"])[1] for r in ranks]
+    sent_scores = [
+        trajectory_token_rewards(
+            flat[0][r],
+            flat[1][r],
+            flat[2][r],
+            flat[3][r],
+            flat[4][r],
+            lambda_cf=KW["lambda_cf"],
+            trunc_frac=KW["trunc_frac"],
+        )[1]
+        for r in ranks
+    ]
     for rank in ranks:
         gathered = iter([torch.cat(sent_scores), torch.cat(ranks)])
-        got = gc2po_token_advantages(*[x[rank] for x in flat], row_index=rank, gather=lambda t, g=gathered: next(g), **kw)
+        got = gc2po_token_advantages(
+            *[x[rank] for x in flat], row_index=rank, gather=lambda t, g=gathered: next(g), **kw
+        )
         torch.testing.assert_close(got.token_advantages, whole[rank])
 
 
@@ -224,8 +262,13 @@ def groups(draw):
     all_equal = draw(st.booleans())
     r_out = [1.0] * K if all_equal else [float(draw(st.integers(0, 1))) for _ in range(K)]
     r_cf = [[draw(st.floats(0, 3)) for _ in range(L)] for _ in range(K)]
-    return (torch.tensor(r_out), torch.tensor(rows_ids), torch.tensor(r_cf),
-            torch.tensor(rows_logp), torch.tensor(rows_mask))
+    return (
+        torch.tensor(r_out),
+        torch.tensor(rows_ids),
+        torch.tensor(r_cf),
+        torch.tensor(rows_logp),
+        torch.tensor(rows_mask),
+    )
 
 
 def _loop_advantages(r_out, ids, r_cf, logps, mask, lambda_cf, trunc_frac, norm, adv_clip=10.0):
@@ -249,7 +292,7 @@ def _loop_advantages(r_out, ids, r_cf, logps, mask, lambda_cf, trunc_frac, norm,
         drop = math.floor(trunc_frac * len(ordered))
         if len(ordered) - 2 * drop <= 0:
             drop = 0
-        kept = ordered[drop:len(ordered) - drop]
+        kept = ordered[drop : len(ordered) - drop]
         scores.append(sum(kept) / len(kept) if kept else 0.0)
         rewards_per_k.append(rewards)
     mean = sum(scores) / K
@@ -263,15 +306,42 @@ def _loop_advantages(r_out, ids, r_cf, logps, mask, lambda_cf, trunc_frac, norm,
 
 
 @settings(max_examples=300, deadline=None)
-@given(groups(), st.sampled_from([0.0, 0.05, 0.2]), st.sampled_from([0.0, 0.8, 1.0]),
-       st.sampled_from(["sum", "mean"]))
-def test_properties_finite_masked_zero_sign_and_loop_equivalence(group, trunc_frac, lambda_cf, norm):
+@given(
+    groups(),
+    st.sampled_from([0.0, 0.05, 0.2]),
+    st.sampled_from([0.0, 0.8, 1.0]),
+    st.sampled_from(["sum", "mean"]),
+)
+def test_properties_finite_masked_zero_sign_and_loop_equivalence(
+    group, trunc_frac, lambda_cf, norm
+):
     r_out, ids, r_cf, logps, mask = group
-    adv = token_advantages(r_out, ids, r_cf, logps, mask, lambda_cf=lambda_cf,
-                           trunc_frac=trunc_frac, adv_clip=10.0, episode_weight_norm=norm)
+    adv = token_advantages(
+        r_out,
+        ids,
+        r_cf,
+        logps,
+        mask,
+        lambda_cf=lambda_cf,
+        trunc_frac=trunc_frac,
+        adv_clip=10.0,
+        episode_weight_norm=norm,
+    )
     for mask_as in (mask.float(), mask.long()):  # 0/1 float and int masks give the same result
-        torch.testing.assert_close(token_advantages(r_out, ids, r_cf, logps, mask_as, lambda_cf=lambda_cf,
-                                                    trunc_frac=trunc_frac, adv_clip=10.0, episode_weight_norm=norm), adv)
+        torch.testing.assert_close(
+            token_advantages(
+                r_out,
+                ids,
+                r_cf,
+                logps,
+                mask_as,
+                lambda_cf=lambda_cf,
+                trunc_frac=trunc_frac,
+                adv_clip=10.0,
+                episode_weight_norm=norm,
+            ),
+            adv,
+        )
     assert torch.isfinite(adv).all()
     assert (adv[~mask] == 0).all()
     assert adv.abs().max() <= 10.0
@@ -294,12 +364,22 @@ def test_scale_invariance_of_outcome_and_cf_rewards():
     scaled = grouped_token_advantages(3 * r_out, ids, 3 * r_cf, logps, mask, **KW)
     torch.testing.assert_close(scaled, base, atol=2e-3, rtol=2e-3)
     # scaling the surprise (old log-probs) changes nothing: weights are normalised per episode
-    torch.testing.assert_close(grouped_token_advantages(r_out, ids, r_cf, 5 * logps, mask, **KW), base)
+    torch.testing.assert_close(
+        grouped_token_advantages(r_out, ids, r_cf, 5 * logps, mask, **KW), base
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(groups(), st.lists(st.sampled_from([0.0, 1.0, float("nan"), float("inf"), -float("inf")]), min_size=6, max_size=6),
-       st.sampled_from([0.0, float("nan"), float("inf")]), st.sampled_from([0.0, float("nan"), -float("inf")]))
+@given(
+    groups(),
+    st.lists(
+        st.sampled_from([0.0, 1.0, float("nan"), float("inf"), -float("inf")]),
+        min_size=6,
+        max_size=6,
+    ),
+    st.sampled_from([0.0, float("nan"), float("inf")]),
+    st.sampled_from([0.0, float("nan"), -float("inf")]),
+)
 def test_no_nan_or_inf_leaves_for_any_input(group, rewards, bad_cf, bad_logp):
     r_out, ids, r_cf, logps, mask = group
     K = r_out.shape[0]
@@ -309,7 +389,9 @@ def test_no_nan_or_inf_leaves_for_any_input(group, rewards, bad_cf, bad_logp):
     logps = logps.clone()
     logps[-1, 0] = bad_logp
     for mask_as in (mask, mask.float(), mask.int()):
-        adv = token_advantages(r_out, ids, r_cf, logps, mask_as, lambda_cf=0.8, trunc_frac=0.05, adv_clip=10.0)
+        adv = token_advantages(
+            r_out, ids, r_cf, logps, mask_as, lambda_cf=0.8, trunc_frac=0.05, adv_clip=10.0
+        )
         assert torch.isfinite(adv).all()
         assert (adv[~mask] == 0).all()
         unscored = ~torch.isfinite(r_out)
@@ -320,8 +402,13 @@ def test_an_unscored_completion_does_not_change_the_others():
     r_out, ids, r_cf, logps, mask, expected = hand_case()
     # append a fourth completion to prompt 1 that no reward function scored
     ids4 = torch.cat([ids[0], ids[0][:1]])
-    adv = token_advantages(torch.cat([r_out[0], torch.tensor([float("nan")])]), ids4,
-                           torch.cat([r_cf[0], r_cf[0][:1]]), torch.cat([logps[0], logps[0][:1]]),
-                           torch.cat([mask[0], mask[0][:1]]), **KW)
+    adv = token_advantages(
+        torch.cat([r_out[0], torch.tensor([float("nan")])]),
+        ids4,
+        torch.cat([r_cf[0], r_cf[0][:1]]),
+        torch.cat([logps[0], logps[0][:1]]),
+        torch.cat([mask[0], mask[0][:1]]),
+        **KW,
+    )
     torch.testing.assert_close(adv[:3], expected[0], atol=1e-5, rtol=1e-5)
     assert torch.equal(adv[3], torch.zeros(4))

@@ -16,8 +16,15 @@ from gc2po.core.counterfactual import (
 
 LN3 = math.log(3.0)
 # R_cf's settings under their GC2POConfig names (CounterfactualParams), all answer space
-BASE = dict(num_perturbations=4, cf_tau=0.1, lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6,
-            answer_space="vocab", answer_topk=64)
+BASE = dict(
+    num_perturbations=4,
+    cf_tau=0.1,
+    lambda_exp=0.9,
+    lambda_sta=1.0,
+    cf_eps_u=1e-6,
+    answer_space="vocab",
+    answer_topk=64,
+)
 
 
 def params(**overrides) -> CounterfactualParams:
@@ -26,8 +33,14 @@ def params(**overrides) -> CounterfactualParams:
 
 def reward(u, w, generator=None, group_index=None, lm_head_bias=None, **overrides):
     """counterfactual_reward with BASE's settings changed by ``overrides``."""
-    return counterfactual_reward(u, w, params(**overrides), generator=generator,
-                                 group_index=group_index, lm_head_bias=lm_head_bias)
+    return counterfactual_reward(
+        u,
+        w,
+        params(**overrides),
+        generator=generator,
+        group_index=group_index,
+        lm_head_bias=lm_head_bias,
+    )
 
 
 def test_full_dropout_by_hand():
@@ -46,15 +59,23 @@ def test_group_mix_with_alpha_one_swaps_siblings_by_hand():
     # q(u1) = [3/4, 1/4], q(u2) = [1/4, 3/4]: ||diff||^2 = 2 * (1/2)^2 = 1/2, S_sta = exp(-5)
     # ||u2||^2 = ||u1||^2 = ln3^2: S_exp = ln3^2 / (ln3^2 + 1e-6); R_cf = S_sta + 0.9 S_exp
     u = torch.tensor([[LN3, 0.0], [0.0, LN3]])
-    out = reward(u, torch.eye(2), perturbation={"name": "group_mix", "alpha": 1.0},
-                 group_index=torch.tensor([0, 0]))
+    out = reward(
+        u,
+        torch.eye(2),
+        perturbation={"name": "group_mix", "alpha": 1.0},
+        group_index=torch.tensor([0, 0]),
+    )
     s_exp = LN3**2 / (LN3**2 + 1e-6)
     torch.testing.assert_close(out.s_sta, torch.full((2,), math.exp(-5)))
     torch.testing.assert_close(out.s_exp, torch.full((2,), s_exp))
     torch.testing.assert_close(out.r_cf, torch.full((2,), math.exp(-5) + 0.9 * s_exp))
     # an episode alone in its group is left unchanged: S_sta = 1, S_exp = ||u||^2/(||u||^2+eps)
-    alone = reward(u, torch.eye(2), perturbation={"name": "group_mix", "alpha": 1.0},
-                   group_index=torch.tensor([0, 1]))
+    alone = reward(
+        u,
+        torch.eye(2),
+        perturbation={"name": "group_mix", "alpha": 1.0},
+        group_index=torch.tensor([0, 1]),
+    )
     torch.testing.assert_close(alone.s_sta, torch.ones(2))
 
 
@@ -62,16 +83,26 @@ def test_topk_restricts_and_renormalises_by_hand():
     # V = 3, W = I, u = [ln 3, 0, -inf-ish]: top-2 = tokens 0, 1 -> q = [3/4, 1/4] exactly as
     # with V = 2 in the dropout case, so S_sta = exp(-1.25) with p = 1 (perturbed logits 0, 0).
     u = torch.tensor([[LN3, 0.0, -30.0]])
-    out = reward(u, torch.eye(3), perturbation={"name": "dropout", "p": 1.0},
-                 answer_space="topk", answer_topk=2)
+    out = reward(
+        u,
+        torch.eye(3),
+        perturbation={"name": "dropout", "p": 1.0},
+        answer_space="topk",
+        answer_topk=2,
+    )
     assert out.s_sta.item() == pytest.approx(math.exp(-1.25), rel=1e-6)
 
 
 def test_temperature_and_bias_enter_the_logits():
     # logits = u W^T + b = [ln3, 0] + [0, 0]; temperature 2 halves them: q = softmax([ln3/2, 0])
     u = torch.tensor([[LN3, 0.0]])
-    out = reward(u, torch.eye(2), perturbation={"name": "dropout", "p": 1.0}, temperature=2.0,
-                 lm_head_bias=torch.zeros(2))
+    out = reward(
+        u,
+        torch.eye(2),
+        perturbation={"name": "dropout", "p": 1.0},
+        temperature=2.0,
+        lm_head_bias=torch.zeros(2),
+    )
     q0 = math.sqrt(3) / (math.sqrt(3) + 1)
     dist = 2 * (q0 - 0.5) ** 2
     assert out.s_sta.item() == pytest.approx(math.exp(-dist / 0.1), rel=1e-6)
@@ -102,11 +133,16 @@ def test_chunking_gives_the_same_answer():
     g = torch.Generator().manual_seed(3)
     u, w = torch.randn(37, 32, generator=g), torch.randn(500, 32, generator=g)
     for space in ("vocab", "topk"):
-        settings = params(perturbation=["dropout", "gaussian"], num_perturbations=8,
-                          answer_space=space, answer_topk=16)
+        settings = params(
+            perturbation=["dropout", "gaussian"],
+            num_perturbations=8,
+            answer_space=space,
+            answer_topk=16,
+        )
         whole = counterfactual_reward(u, w, settings, generator=torch.Generator().manual_seed(5))
-        chunked = counterfactual_reward(u, w, settings, generator=torch.Generator().manual_seed(5),
-                                        max_chunk_bytes=1)
+        chunked = counterfactual_reward(
+            u, w, settings, generator=torch.Generator().manual_seed(5), max_chunk_bytes=1
+        )
         for x, y in zip(whole, chunked):
             torch.testing.assert_close(x, y)
 
@@ -139,9 +175,15 @@ def test_bf16_weight_is_not_copied_to_fp32_and_result_is_fp32():
         (dict(lambda_sta=-0.5), "lambda_sta"),
         (dict(lambda_exp=float("nan")), "lambda_exp"),
         (dict(answer_space="logits"), r"answer_space.*\['topk', 'vocab'\]"),
-        (dict(perturbation="rotate"), r"unknown name 'rotate'.*\['dropout', 'gaussian', 'group_mix'\]"),
+        (
+            dict(perturbation="rotate"),
+            r"unknown name 'rotate'.*\['dropout', 'gaussian', 'group_mix'\]",
+        ),
         (dict(perturbation={"name": "dropout", "p": 2.0}), r"dropout.*p must be"),
-        (dict(perturbation={"name": "gaussian", "scale": 1.0}), r"unknown parameter 'scale'.*sigma"),
+        (
+            dict(perturbation={"name": "gaussian", "scale": 1.0}),
+            r"unknown parameter 'scale'.*sigma",
+        ),
         (dict(perturbation=[]), "at least one"),
     ],
 )
@@ -164,9 +206,14 @@ def test_mismatched_shapes_raise():
 
 def test_registry_names_and_duplicate_registration_fails_naming_both_places():
     assert set(PERTURBATIONS) == {"gaussian", "dropout", "group_mix"}
-    with pytest.raises(ValueError, match=r"perturbation 'gaussian' is registered twice: first at .*counterfactual.py:\d+, "
-                                         r"again at .*test_counterfactual.py:\d+"):
-        register_perturbation("gaussian", param="sigma", bounds=(0.0, 1.0), default=0.1)(lambda *a, **k: None)
+    with pytest.raises(
+        ValueError,
+        match=r"perturbation 'gaussian' is registered twice: first at .*counterfactual.py:\d+, "
+        r"again at .*test_counterfactual.py:\d+",
+    ):
+        register_perturbation("gaussian", param="sigma", bounds=(0.0, 1.0), default=0.1)(
+            lambda *a, **k: None
+        )
 
 
 def test_lambda_sta_weights_the_stability_term():
@@ -182,7 +229,9 @@ def test_non_finite_states_score_zero_and_never_nan():
     u[1, 3], u[2, 0] = float("nan"), float("inf")
     u[3] = 1e30  # squares overflow float32
     for space in ("topk", "vocab"):
-        out = reward(u, torch.randn(30, 8), perturbation=["dropout", "gaussian"], answer_space=space)
+        out = reward(
+            u, torch.randn(30, 8), perturbation=["dropout", "gaussian"], answer_space=space
+        )
         for x in out:
             assert torch.isfinite(x).all()
         assert out.s_sta[1] == 0 and out.s_exp[2] == 0

@@ -49,8 +49,13 @@ def grpo_loop(logps, old, seq_adv, mask, clip_eps, ref, beta):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 5), st.integers(1, 7), st.integers(0, 2**31 - 1),
-       st.sampled_from([0.1, 0.2]), st.sampled_from([0.0, 0.04]))
+@given(
+    st.integers(1, 5),
+    st.integers(1, 7),
+    st.integers(0, 2**31 - 1),
+    st.sampled_from([0.1, 0.2]),
+    st.sampled_from([0.0, 0.04]),
+)
 def test_equals_grpo_when_advantage_is_constant_per_sequence(B, T, seed, clip_eps, beta):
     g = torch.Generator().manual_seed(seed)
     logps = -torch.rand(B, T, generator=g, dtype=torch.float64) * 3
@@ -58,19 +63,35 @@ def test_equals_grpo_when_advantage_is_constant_per_sequence(B, T, seed, clip_ep
     ref = logps + (torch.rand(B, T, generator=g, dtype=torch.float64) - 0.5)
     seq_adv = torch.randn(B, generator=g, dtype=torch.float64)
     mask = torch.rand(B, T, generator=g) > 0.3
-    got = clipped_token_loss(logps, old, seq_adv.unsqueeze(1).expand(B, T), mask,
-                             clip_eps=clip_eps, ref_logps=ref, beta_kl=beta)
-    expected = grpo_loop(logps.tolist(), old.tolist(), seq_adv.tolist(), mask.tolist(), clip_eps,
-                         ref.tolist(), beta)
+    got = clipped_token_loss(
+        logps,
+        old,
+        seq_adv.unsqueeze(1).expand(B, T),
+        mask,
+        clip_eps=clip_eps,
+        ref_logps=ref,
+        beta_kl=beta,
+    )
+    expected = grpo_loop(
+        logps.tolist(), old.tolist(), seq_adv.tolist(), mask.tolist(), clip_eps, ref.tolist(), beta
+    )
     assert got.item() == pytest.approx(expected, rel=1e-9, abs=1e-12)
     # [B] advantages broadcast the same way
-    again = clipped_token_loss(logps, old, seq_adv, mask, clip_eps=clip_eps, ref_logps=ref, beta_kl=beta)
+    again = clipped_token_loss(
+        logps, old, seq_adv, mask, clip_eps=clip_eps, ref_logps=ref, beta_kl=beta
+    )
     assert again.item() == pytest.approx(expected, rel=1e-9, abs=1e-12)
 
 
 def test_gradient_flows_only_through_logps():
     logps = torch.full((1, 3), -1.0, requires_grad=True)
-    loss = clipped_token_loss(logps, torch.full((1, 3), -1.0), torch.ones(1, 3), torch.ones(1, 3, dtype=torch.bool), clip_eps=0.2)
+    loss = clipped_token_loss(
+        logps,
+        torch.full((1, 3), -1.0),
+        torch.ones(1, 3),
+        torch.ones(1, 3, dtype=torch.bool),
+        clip_eps=0.2,
+    )
     loss.backward()
     # d/dlogp of -(1/3) sum rho * A at rho = 1 is -1/3 per token
     torch.testing.assert_close(logps.grad, torch.full((1, 3), -1 / 3))

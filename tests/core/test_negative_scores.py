@@ -15,14 +15,28 @@ def test_negative_outcome_by_hand():
     # R_out [-1, 1], one episode of two tokens each, uniform surprise: r = [-.5, -.5], [.5, .5],
     # r~ = -.5, .5; mean 0, std .5 -> A^ = -+.5 / (.5 + 1e-4); A = A^ r / r~ = A^ on every token
     ids = torch.zeros(2, 2, dtype=torch.long)
-    adv = token_advantages(torch.tensor([-1.0, 1.0]), ids, torch.zeros(2, 1), -torch.ones(2, 2), ids >= 0,
-                           lambda_cf=0.8, **KW)
+    adv = token_advantages(
+        torch.tensor([-1.0, 1.0]),
+        ids,
+        torch.zeros(2, 1),
+        -torch.ones(2, 2),
+        ids >= 0,
+        lambda_cf=0.8,
+        **KW,
+    )
     a_hat = 0.5 / 0.5001
     torch.testing.assert_close(adv, torch.tensor([[-a_hat, -a_hat], [a_hat, a_hat]]))
     # with R_cf .5 (lambda_cf .8): S = -.6, 1.4; r~ = -.3, .7; mean .2, std .5: the same A^, and
     # r / r~ = 1 on every token
-    adv = token_advantages(torch.tensor([-1.0, 1.0]), ids, torch.full((2, 1), 0.5), -torch.ones(2, 2), ids >= 0,
-                           lambda_cf=0.8, **KW)
+    adv = token_advantages(
+        torch.tensor([-1.0, 1.0]),
+        ids,
+        torch.full((2, 1), 0.5),
+        -torch.ones(2, 2),
+        ids >= 0,
+        lambda_cf=0.8,
+        **KW,
+    )
     torch.testing.assert_close(adv, torch.tensor([[-a_hat, -a_hat], [a_hat, a_hat]]))
 
 
@@ -34,8 +48,16 @@ def test_zero_score_takes_the_sign_of_its_token_rewards():
     # A^ * 1e8 -> -10 on both (the score clamped to +1e-8 would give +10 on row 0).
     ids = torch.zeros(3, 5, dtype=torch.long)
     logps = torch.tensor([[0.0, 0, 0, 0, -1], [0, 0, 0, 0, -1], [-1, -1, -1, -1, -1]])
-    adv = token_advantages(torch.tensor([-1.0, 1.0, 1.0]), ids, torch.zeros(3, 1), logps, ids >= 0,
-                           lambda_cf=0.0, trunc_frac=0.2, adv_clip=10.0)
+    adv = token_advantages(
+        torch.tensor([-1.0, 1.0, 1.0]),
+        ids,
+        torch.zeros(3, 1),
+        logps,
+        ids >= 0,
+        lambda_cf=0.0,
+        trunc_frac=0.2,
+        adv_clip=10.0,
+    )
     a_hat = (2 / 15) / ((2 / 225) ** 0.5 + 1e-4)
     expected = torch.tensor([[0.0, 0, 0, 0, -10], [0, 0, 0, 0, -10], [a_hat] * 5])
     torch.testing.assert_close(adv, expected)
@@ -63,7 +85,9 @@ def signed_groups(draw):
 def test_signed_rewards_give_finite_advantages_with_the_formula_sign(group, lambda_cf, trunc_frac):
     r_out, ids, r_cf, logps, mask = group
     kw = dict(lambda_cf=lambda_cf, trunc_frac=trunc_frac)
-    result = gc2po_token_advantages(r_out, ids, r_cf, logps, mask, group_size=len(r_out), adv_clip=10.0, **kw)
+    result = gc2po_token_advantages(
+        r_out, ids, r_cf, logps, mask, group_size=len(r_out), adv_clip=10.0, **kw
+    )
     adv, score, a_hat = result
     assert torch.isfinite(adv).all() and adv.abs().max() <= 10.0
     assert (adv[~mask] == 0).all() and (adv[~torch.isfinite(r_out)] == 0).all()

@@ -30,14 +30,22 @@ def test_text_before_first_episode_belongs_to_first():
 
 def test_unclosed_tags_and_skipped_indices():
     text = "<episode_3> 5 - 2 = 3 <episode_7> 3 * 3 = 9 </episode_7><episode_8>so 9"
-    assert pieces(text) == ["<episode_3> 5 - 2 = 3 ", "<episode_7> 3 * 3 = 9 </episode_7>", "<episode_8>so 9"]
+    assert pieces(text) == [
+        "<episode_3> 5 - 2 = 3 ",
+        "<episode_7> 3 * 3 = 9 </episode_7>",
+        "<episode_8>so 9",
+    ]
 
 
 def test_no_tags_falls_back_to_blank_lines():
     text = "We add 12 and 30.\n\nThat is 42.\n  \n\nSo \\boxed{42}."
     seg = segment_with_info(text)
     assert seg.used_fallback
-    assert [text[s:e] for s, e in seg.spans] == ["We add 12 and 30.\n\n", "That is 42.\n  \n\n", "So \\boxed{42}."]
+    assert [text[s:e] for s, e in seg.spans] == [
+        "We add 12 and 30.\n\n",
+        "That is 42.\n  \n\n",
+        "So \\boxed{42}.",
+    ]
 
 
 def test_no_tags_single_piece_is_one_episode():

@@ -30,8 +30,17 @@ def parse_toy(row, index):
 
 
 def test_a_toy_benchmark_registered_in_one_place_is_loaded_graded_and_named(registry, tmp_path):
-    register(Benchmark("toy", "nobody/toy", "test", parse_toy, "Toy Bench", grader="choice",
-                       answer_format="choice"))
+    register(
+        Benchmark(
+            "toy",
+            "nobody/toy",
+            "test",
+            parse_toy,
+            "Toy Bench",
+            grader="choice",
+            answer_format="choice",
+        )
+    )
     path = tmp_path / "toy.jsonl"
     rows = [{"id": i, "prompt": f"Pick one\n(A) x\n(B) y #{i}", "letter": "B"} for i in range(3)]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))

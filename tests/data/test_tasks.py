@@ -20,8 +20,9 @@ def test_a_task_passes_and_an_old_spelling_names_its_replacement():
     assert [check_task(task, "where") for task in TASKS] == list(TASKS)
     with pytest.raises(ValueError) as err:
         check_task("benchmarks", "f.yaml: mode")
-    assert str(err.value) == ("f.yaml: mode: 'benchmarks' is now spelled 'benchmark': "
-                              "set it to benchmark")
+    assert str(err.value) == (
+        "f.yaml: mode: 'benchmarks' is now spelled 'benchmark': set it to benchmark"
+    )
     with pytest.raises(ValueError) as err:
         check_task(3, "run: task")
     assert str(err.value) == "run: task: must be one of ['testbed', 'benchmark'], got 3"
@@ -34,6 +35,8 @@ def test_the_benchmark_reward_grades_by_the_record_grader_as_evaluation_does():
     completions = [[{"role": "assistant", "content": text}] for text in texts]
     rewards = reward(None, completions, answer=answers, meta_json=[json.dumps(m) for m in metas])
     assert rewards == [1.0, 0.0, 1.0]
-    grades = [grade({"answer": a, "meta": m}, text)["correct"]
-              for a, m, text in zip(answers, metas, texts)]
+    grades = [
+        grade({"answer": a, "meta": m}, text)["correct"]
+        for a, m, text in zip(answers, metas, texts)
+    ]
     assert grades == [True, False, True]

@@ -12,20 +12,27 @@ from gc2po.testbed.warmstart import WarmStartConfig, warm_start
 def tiny_testbed_model(tmp_path_factory):
     path = tmp_path_factory.mktemp("tiny")
     problems = generate_splits({"train": 64}, 0)["train"]
-    config = WarmStartConfig(hidden_size=32, num_layers=1, num_heads=2, epochs=1, batch_size=16, vocab_size=300)
+    config = WarmStartConfig(
+        hidden_size=32, num_layers=1, num_heads=2, epochs=1, batch_size=16, vocab_size=300
+    )
     warm_start(problems, path, config, log=lambda *a: None)
     return str(path), [[{"role": "user", "content": p.question}] for p in problems[:6]]
 
 
 def _texts(backend, prompts, sampling):
-    return [(g.prompt_index, g.sample_index, g.text, g.num_tokens, g.finished) for g in backend.generate(prompts, sampling)]
+    return [
+        (g.prompt_index, g.sample_index, g.text, g.num_tokens, g.finished)
+        for g in backend.generate(prompts, sampling)
+    ]
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_fast_sampling_equals_generate(tiny_testbed_model, monkeypatch, temperature):
     path, prompts = tiny_testbed_model
     sampling = SamplingConfig(n=4, temperature=temperature, top_p=1.0, max_new_tokens=24, seed=3)
-    backend = TransformersBackend.from_pretrained(path, batch_size=10)  # a batch splits a prompt's copies
+    backend = TransformersBackend.from_pretrained(
+        path, batch_size=10
+    )  # a batch splits a prompt's copies
     calls = []
     real = backend._sample_rows
     monkeypatch.setattr(backend, "_sample_rows", lambda *a: calls.append(1) or real(*a))
@@ -40,6 +47,8 @@ def test_fast_sampling_equals_generate(tiny_testbed_model, monkeypatch, temperat
 def test_greedy_and_top_p_keep_generate(tiny_testbed_model):
     path, prompts = tiny_testbed_model
     backend = TransformersBackend.from_pretrained(path, batch_size=8)
-    for sampling in (SamplingConfig(n=1, temperature=0.0, max_new_tokens=8),
-                     SamplingConfig(n=2, temperature=1.0, top_p=0.9, max_new_tokens=8)):
+    for sampling in (
+        SamplingConfig(n=1, temperature=0.0, max_new_tokens=8),
+        SamplingConfig(n=2, temperature=1.0, top_p=0.9, max_new_tokens=8),
+    ):
         assert backend._sample_rows(None, None, sampling) is None

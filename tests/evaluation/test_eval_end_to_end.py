@@ -33,13 +33,20 @@ def test_cli_eval_pass_at_1_budget_curve_and_provenance(tiny_model_dir, tmp_path
     }
     cfg = tmp_path / "eval.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    assert main(["eval", "--config", str(cfg), "--model", str(tiny_model_dir), "--benchmark", "gsm8k"]) == 0
-    out = tmp_path / "eval" / Path(tiny_model_dir).name / "base" / "seed0" / "gsm8k.jsonl"  # <base>/<run>/seed<k>
+    assert (
+        main(["eval", "--config", str(cfg), "--model", str(tiny_model_dir), "--benchmark", "gsm8k"])
+        == 0
+    )
+    out = (
+        tmp_path / "eval" / Path(tiny_model_dir).name / "base" / "seed0" / "gsm8k.jsonl"
+    )  # <base>/<run>/seed<k>
     assert json.loads(capsys.readouterr().out)["output"] == str(out)
     samples = read_samples(out)
     assert len(samples) == 40  # 20 problems x 2 samples
     assert {s["sample_index"] for s in samples} == {0, 1}
-    assert all(set(s) >= {"problem_id", "sample_index", "completion", "tokens", "correct"} for s in samples)
+    assert all(
+        set(s) >= {"problem_id", "sample_index", "completion", "tokens", "correct"} for s in samples
+    )
     assert all(s["tokens"] <= 12 for s in samples)
     summary = json.loads(Path(str(out) + ".summary.json").read_text())
     assert summary["pass@1"] == sum(s["correct"] for s in samples) / 40
@@ -48,15 +55,29 @@ def test_cli_eval_pass_at_1_budget_curve_and_provenance(tiny_model_dir, tmp_path
     assert [row["budget"] for row in summary["budget_curve"]] == [4, 8]
     assert all(0 <= row["accuracy"] <= 1 for row in summary["budget_curve"])
     protocol = summary["protocol"]
-    assert (protocol["n"], protocol["temperature"], protocol["top_p"], protocol["max_new_tokens"]) == (2, 0.6, 0.95, 12)
+    assert (
+        protocol["n"],
+        protocol["temperature"],
+        protocol["top_p"],
+        protocol["max_new_tokens"],
+    ) == (2, 0.6, 0.95, 12)
     assert protocol["backend"] == "transformers" and protocol["grader"] == "math-verify"
-    assert protocol["grader_versions"]["math-verify"] and len(protocol["grader_versions"]["gc2po-graders"]) == 12
+    assert (
+        protocol["grader_versions"]["math-verify"]
+        and len(protocol["grader_versions"]["gc2po-graders"]) == 12
+    )
     assert summary["data"]["sha256"] == hashlib.sha256(mirror.read_bytes()).hexdigest()
     assert summary["model"]["path"] == str(tiny_model_dir) and summary["key"] == {
-        "base": Path(tiny_model_dir).name, "run": "base", "seed": 0}
+        "base": Path(tiny_model_dir).name,
+        "run": "base",
+        "seed": 0,
+    }
     assert len(summary["code"]["revision"]) == 40  # the tests run from a git checkout
     # the same seed reproduces the same samples
-    assert main(["eval", "--config", str(cfg), "--model", str(tiny_model_dir), "--benchmark", "gsm8k"]) == 0
+    assert (
+        main(["eval", "--config", str(cfg), "--model", str(tiny_model_dir), "--benchmark", "gsm8k"])
+        == 0
+    )
     assert [s["completion"] for s in read_samples(out)] == [s["completion"] for s in samples]
 
 
@@ -67,37 +88,79 @@ def testbed_checkout(tmp_path, monkeypatch):
     from gc2po.testbed.data import write_splits
 
     (tmp_path / "config" / "examples").mkdir(parents=True)
-    shutil.copy(ROOT / "config" / "examples" / "eval_testbed.yaml", tmp_path / "config" / "examples")
-    manifest = write_splits({"test_id": 6, "test_longer": 4}, 0, tmp_path / "resources" / "testbed" / "data")
+    shutil.copy(
+        ROOT / "config" / "examples" / "eval_testbed.yaml", tmp_path / "config" / "examples"
+    )
+    manifest = write_splits(
+        {"test_id": 6, "test_longer": 4}, 0, tmp_path / "resources" / "testbed" / "data"
+    )
     monkeypatch.chdir(tmp_path)
     return tmp_path, manifest
 
 
 @pytest.mark.slow
-def test_example_eval_config_runs_on_a_testbed_split_through_the_workflow_code(testbed_checkout, tiny_model_dir):
+def test_example_eval_config_runs_on_a_testbed_split_through_the_workflow_code(
+    testbed_checkout, tiny_model_dir
+):
     from gc2po.data.jsonl import read_jsonl
     from gc2po.evaluation.provenance import data_provenance
     from gc2po.evaluation.run import BenchmarkData, EvalKey, evaluate_model
 
     root, manifest = testbed_checkout
-    assert main(["eval", "--config", "config/examples/eval_testbed.yaml", "--model", str(tiny_model_dir),
-                 "--benchmark", "test_id"]) == 0
-    out = root / "results" / "examples" / "eval" / Path(tiny_model_dir).name / "base" / "seed0" / "test_id.jsonl"
+    assert (
+        main(
+            [
+                "eval",
+                "--config",
+                "config/examples/eval_testbed.yaml",
+                "--model",
+                str(tiny_model_dir),
+                "--benchmark",
+                "test_id",
+            ]
+        )
+        == 0
+    )
+    out = (
+        root
+        / "results"
+        / "examples"
+        / "eval"
+        / Path(tiny_model_dir).name
+        / "base"
+        / "seed0"
+        / "test_id.jsonl"
+    )
     samples = read_samples(out)
-    assert len(samples) == 6 and all({"process_validity", "group", "formatted"} <= set(s) for s in samples)
+    assert len(samples) == 6 and all(
+        {"process_validity", "group", "formatted"} <= set(s) for s in samples
+    )
     summary = json.loads(Path(str(out) + ".summary.json").read_text())
     assert summary["data"]["sha256"] == manifest["splits"]["test_id"]["sha256"]
     assert summary["protocol"]["grader"] == "testbed oracle" and set(summary["groups"]) == {
-        "near_ideal", "near_miss", "lucky_guess", "fully_bad"}
+        "near_ideal",
+        "near_miss",
+        "lucky_guess",
+        "fully_bad",
+    }
     assert [row["budget"] for row in summary["budget_curve"]] == [8, 16, 32, 64]
     # what the workflow's evaluate script calls, on the same inputs, writes the same samples
     data = root / "resources" / "testbed" / "data" / "test_id.jsonl"
     records = read_jsonl(data)
-    evaluate_model(str(tiny_model_dir), [BenchmarkData("test_id", records, data_provenance(data, records),
-                                                       root / "wf" / "test_id.jsonl")],
-                   task="testbed", key=EvalKey("testbed", "base", 0), backend="transformers",
-                   sampling={"n": 1, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 96}, batch_size=64,
-                   log=lambda *a: None)
+    evaluate_model(
+        str(tiny_model_dir),
+        [
+            BenchmarkData(
+                "test_id", records, data_provenance(data, records), root / "wf" / "test_id.jsonl"
+            )
+        ],
+        task="testbed",
+        key=EvalKey("testbed", "base", 0),
+        backend="transformers",
+        sampling={"n": 1, "temperature": 0.6, "top_p": 0.95, "max_new_tokens": 96},
+        batch_size=64,
+        log=lambda *a: None,
+    )
     assert read_samples(root / "wf" / "test_id.jsonl") == samples
 
 
@@ -108,8 +171,14 @@ def test_two_models_never_share_an_output(testbed_checkout, tiny_model_dir, caps
     shutil.copytree(tiny_model_dir, first)
     shutil.copytree(tiny_model_dir, second)
     config = yaml.safe_load((root / "config" / "examples" / "eval_testbed.yaml").read_text())
-    small = root / "config" / "examples" / "small.yaml"  # short completions, no budget curve: keys are the point
-    small.write_text(yaml.safe_dump({**config, "budgets": None, "sampling": {**config["sampling"], "max_new_tokens": 4}}))
+    small = (
+        root / "config" / "examples" / "small.yaml"
+    )  # short completions, no budget curve: keys are the point
+    small.write_text(
+        yaml.safe_dump(
+            {**config, "budgets": None, "sampling": {**config["sampling"], "max_new_tokens": 4}}
+        )
+    )
     args = ["eval", "--config", str(small), "--benchmark", "test_longer"]
     assert main(args + ["--model", str(first)]) == 0
     # same folder name, so the same default key: refused, not overwritten
@@ -122,9 +191,22 @@ def test_two_models_never_share_an_output(testbed_checkout, tiny_model_dir, caps
     checkpoint = root / "results" / "x" / "runs" / "tb" / "grpo" / "seed2" / "final"
     shutil.copytree(tiny_model_dir, checkpoint)
     assert main(args + ["--model", str(checkpoint)]) == 0
-    summary = json.loads((root / "results" / "examples" / "eval" / "tb" / "grpo" / "seed2" /
-                          "test_longer.jsonl.summary.json").read_text())
-    assert summary["key"] == {"base": "tb", "run": "grpo", "seed": 2} and summary["protocol"]["seed"] == 2
+    summary = json.loads(
+        (
+            root
+            / "results"
+            / "examples"
+            / "eval"
+            / "tb"
+            / "grpo"
+            / "seed2"
+            / "test_longer.jsonl.summary.json"
+        ).read_text()
+    )
+    assert (
+        summary["key"] == {"base": "tb", "run": "grpo", "seed": 2}
+        and summary["protocol"]["seed"] == 2
+    )
 
 
 @pytest.mark.slow
@@ -132,10 +214,32 @@ def test_example_gsm8k_config_runs(tmp_path, tiny_model_dir, monkeypatch):
     config = yaml.safe_load((ROOT / "config" / "examples" / "eval_gsm8k.yaml").read_text())
     config["benchmarks"]["gsm8k"]["limit"] = 4
     config["sampling"]["max_new_tokens"] = 8
-    path = ROOT / "config" / "examples" / "_test_eval_gsm8k.yaml"  # beside the example: relative paths hold
+    path = (
+        ROOT / "config" / "examples" / "_test_eval_gsm8k.yaml"
+    )  # beside the example: relative paths hold
     path.write_text(yaml.safe_dump({**config, "output_dir": str(tmp_path / "eval")}))
     try:
-        assert main(["eval", "--config", str(path), "--model", str(tiny_model_dir), "--benchmark", "gsm8k"]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    "--config",
+                    str(path),
+                    "--model",
+                    str(tiny_model_dir),
+                    "--benchmark",
+                    "gsm8k",
+                ]
+            )
+            == 0
+        )
     finally:
         path.unlink()
-    assert len(read_samples(tmp_path / "eval" / Path(tiny_model_dir).name / "base" / "seed0" / "gsm8k.jsonl")) == 4
+    assert (
+        len(
+            read_samples(
+                tmp_path / "eval" / Path(tiny_model_dir).name / "base" / "seed0" / "gsm8k.jsonl"
+            )
+        )
+        == 4
+    )

@@ -18,8 +18,11 @@ class AnswerKey:
         self.solutions = [solution_text(problem, "correct") for problem in problems]
 
     def generate(self, prompts, sampling, progress=None):
-        return [Generation(i, k, self.solutions[i] if k == 0 else "", 10, True)
-                for i in range(len(prompts)) for k in range(sampling.n)]
+        return [
+            Generation(i, k, self.solutions[i] if k == 0 else "", 10, True)
+            for i in range(len(prompts))
+            for k in range(sampling.n)
+        ]
 
 
 def test_evaluate_split_grades_with_the_oracle_and_adds_the_testbed_metrics():
@@ -32,7 +35,9 @@ def test_evaluate_split_grades_with_the_oracle_and_adds_the_testbed_metrics():
 
 
 def test_the_testbed_metrics_import_no_evaluation_module():
-    code = ("import sys, gc2po.testbed.metrics\n"
-            "print(sorted(m for m in sys.modules if m.startswith('gc2po.evaluation')))")
+    code = (
+        "import sys, gc2po.testbed.metrics\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gc2po.evaluation')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -20,11 +20,25 @@ from gc2po.evaluation.graders import grade_math
 
 CASES = Path(__file__).with_name("peer_grader_cases.jsonl")
 DISAGREEMENTS = Path(__file__).with_name("grader_disagreements.jsonl")
-FIELDS = {"id", "completion", "gold", "peer_verdict", "kind", "repo", "path", "commit", "test", "licence", "config"}
+FIELDS = {
+    "id",
+    "completion",
+    "gold",
+    "peer_verdict",
+    "kind",
+    "repo",
+    "path",
+    "commit",
+    "test",
+    "licence",
+    "config",
+}
 
 
 def load_cases() -> list[dict]:
-    return [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def test_every_case_names_its_source_and_licence():
@@ -32,10 +46,20 @@ def test_every_case_names_its_source_and_licence():
     assert len(cases) >= 250 and len({c["id"] for c in cases}) == len(cases)
     for case in cases:
         assert set(case) == FIELDS, case["id"]
-        assert case["repo"] and case["path"] and len(case["commit"]) == 40 and case["licence"], case["id"]
-        assert case["kind"] == ("boxed" if "\\boxed" in case["completion"] else "unboxed"), case["id"]
-    assert {c["repo"] for c in cases} >= {"huggingface/Math-Verify", "hendrycks/math", "huggingface/open-r1",
-                                          "openai/simple-evals", "huggingface/trl", "NVIDIA/NeMo-Skills"}
+        assert case["repo"] and case["path"] and len(case["commit"]) == 40 and case["licence"], (
+            case["id"]
+        )
+        assert case["kind"] == ("boxed" if "\\boxed" in case["completion"] else "unboxed"), case[
+            "id"
+        ]
+    assert {c["repo"] for c in cases} >= {
+        "huggingface/Math-Verify",
+        "hendrycks/math",
+        "huggingface/open-r1",
+        "openai/simple-evals",
+        "huggingface/trl",
+        "NVIDIA/NeMo-Skills",
+    }
 
 
 @pytest.mark.slow
@@ -53,7 +77,10 @@ def test_agreement_with_peer_verdicts():
     report = f"boxed {agree['boxed']}/{total['boxed']} = {boxed:.3f}, overall {sum(agree.values())}/{len(cases)} = {overall:.3f}"
     print(report, *disagreements, sep="\n")
     assert boxed >= 0.97 and overall >= 0.92, report + "\n" + "\n".join(disagreements)
-    classified = [json.loads(line) for line in DISAGREEMENTS.read_text(encoding="utf-8").splitlines()]
+    classified = [
+        json.loads(line) for line in DISAGREEMENTS.read_text(encoding="utf-8").splitlines()
+    ]
     assert [row["id"] for row in classified] == disagreements, (
-        "grader_disagreements.jsonl is stale: run tests/evaluation/classify_grader_disagreements.py")
+        "grader_disagreements.jsonl is stale: run tests/evaluation/classify_grader_disagreements.py"
+    )
     assert all(row["class"] and row["why"] for row in classified)

@@ -14,9 +14,14 @@ from gc2po.evaluation.backends import (
     render_prompts,
 )
 
-CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} \n{% endfor %}"
-                 "{% if add_generation_prompt %}[assistant] {% endif %}")
-PROMPTS = [[{"role": "user", "content": "what is 2+2 ?"}], [{"role": "user", "content": "hello world"}]]
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} \n{% endfor %}"
+    "{% if add_generation_prompt %}[assistant] {% endif %}"
+)
+PROMPTS = [
+    [{"role": "user", "content": "what is 2+2 ?"}],
+    [{"role": "user", "content": "hello world"}],
+]
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +30,31 @@ def llama_tokenizer():
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaTokenizerFast
 
-    words = ["<unk>", "<s>", "</s>", "<pad>", "[user]", "[assistant]", "hello", "world", "what", "is", "2+2", "?"]
+    words = [
+        "<unk>",
+        "<s>",
+        "</s>",
+        "<pad>",
+        "[user]",
+        "[assistant]",
+        "hello",
+        "world",
+        "what",
+        "is",
+        "2+2",
+        "?",
+    ]
     backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = LlamaTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                   unk_token="<unk>", add_bos_token=True, add_eos_token=False)
+    tokenizer = LlamaTokenizerFast(
+        tokenizer_object=backend,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        add_bos_token=True,
+        add_eos_token=False,
+    )
     tokenizer.chat_template = CHAT_TEMPLATE
     assert tokenizer("hello")["input_ids"][0] == tokenizer.bos_token_id  # it does add one
     return tokenizer
@@ -55,7 +80,9 @@ def test_text_retokenized_with_special_tokens_has_two_bos(llama_tokenizer):
 
 def test_prompt_ids_hold_exactly_one_bos(llama_tokenizer):
     for ids in prompt_token_ids(llama_tokenizer, PROMPTS):
-        assert ids[0] == llama_tokenizer.bos_token_id and ids.count(llama_tokenizer.bos_token_id) == 1
+        assert (
+            ids[0] == llama_tokenizer.bos_token_id and ids.count(llama_tokenizer.bos_token_id) == 1
+        )
     # rendered text (a budget curve's forced-answer prompt) is not given a second BOS either
     text = render_prompts(llama_tokenizer, PROMPTS[:1])[0] + "hello"
     assert prompt_token_ids(llama_tokenizer, [text])[0].count(llama_tokenizer.bos_token_id) == 1
@@ -63,16 +90,20 @@ def test_prompt_ids_hold_exactly_one_bos(llama_tokenizer):
 
 def test_both_backends_and_training_send_the_same_ids(llama_tokenizer):
     model = RecordingModel(llama_tokenizer.eos_token_id)
-    TransformersBackend(model, llama_tokenizer, device="cpu").generate(PROMPTS, SamplingConfig(n=1, temperature=0.0,
-                                                                                             max_new_tokens=1))
+    TransformersBackend(model, llama_tokenizer, device="cpu").generate(
+        PROMPTS, SamplingConfig(n=1, temperature=0.0, max_new_tokens=1)
+    )
     vllm = VLLMBackend.__new__(VLLMBackend)  # no engine: only the requests it would send
     vllm.tokenizer = llama_tokenizer
     vllm_ids = [request["prompt_token_ids"] for request in vllm.requests(PROMPTS)]
     # how TRL's GRPOTrainer tokenizes conversational training prompts
-    trl_ids = llama_tokenizer.apply_chat_template(PROMPTS, tokenize=True, add_generation_prompt=True,
-                                                  return_dict=True)["input_ids"]
+    trl_ids = llama_tokenizer.apply_chat_template(
+        PROMPTS, tokenize=True, add_generation_prompt=True, return_dict=True
+    )["input_ids"]
     assert model.prompts == vllm_ids == [list(ids) for ids in trl_ids]
-    assert vllm_ids[1] == llama_tokenizer.convert_tokens_to_ids(["<s>", "[user]", "hello", "world", "[assistant]"])
+    assert vllm_ids[1] == llama_tokenizer.convert_tokens_to_ids(
+        ["<s>", "[user]", "hello", "world", "[assistant]"]
+    )
 
 
 def test_load_backend_gives_the_batch_size_to_transformers_only(monkeypatch):
@@ -80,9 +111,14 @@ def test_load_backend_gives_the_batch_size_to_transformers_only(monkeypatch):
     from gc2po.evaluation import backends
 
     made = []
-    monkeypatch.setattr(backends, "VLLMBackend", lambda path, **kwargs: made.append(("vllm", kwargs)))
-    monkeypatch.setattr(backends.TransformersBackend, "from_pretrained",
-                        classmethod(lambda cls, path, **kwargs: made.append(("transformers", kwargs))))
+    monkeypatch.setattr(
+        backends, "VLLMBackend", lambda path, **kwargs: made.append(("vllm", kwargs))
+    )
+    monkeypatch.setattr(
+        backends.TransformersBackend,
+        "from_pretrained",
+        classmethod(lambda cls, path, **kwargs: made.append(("transformers", kwargs))),
+    )
     backends.load_backend("vllm", "m", batch_size=8)
     backends.load_backend("transformers", "m", batch_size=8)
     backends.load_backend("transformers", "m")

@@ -26,7 +26,7 @@ from tests.system_packages import ensure_debian_packages
 
 LIMITS = dict(timeout=5, cpu_seconds=3, memory_mb=512)
 # A wrong variant of every canonical solution: its answer, changed after the fact.
-WRONG = '''
+WRONG = """
 
 _gc2po_original = {entry_point}
 
@@ -42,7 +42,7 @@ def {entry_point}(*args, **kwargs):
     if isinstance(value, (list, tuple)):
         return type(value)([*value, 0])
     return 0 if value is None else None
-'''
+"""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -73,12 +73,19 @@ def memory_mode(request, monkeypatch):
 
 
 def test_all_humaneval_canonical_solutions_pass(problems, memory_mode):
-    results = {tid: run_humaneval(p["prompt"], p["canonical_solution"], p["test"], p["entry_point"])
-               for tid, p in problems.items()}
+    results = {
+        tid: run_humaneval(p["prompt"], p["canonical_solution"], p["test"], p["entry_point"])
+        for tid, p in problems.items()
+    }
     assert {tid: r.reason for tid, r in results.items() if not r.passed} == {}
-    assert all(r.reason.startswith(f"check({problems[tid]['entry_point']}) returned") for tid, r in results.items())
+    assert all(
+        r.reason.startswith(f"check({problems[tid]['entry_point']}) returned")
+        for tid, r in results.items()
+    )
     peaks = [r.memory_peak_bytes for r in results.values() if r.memory_peak_bytes is not None]
-    if memory_mode.cgroups is not None and peaks:  # measured (cgroup v1, or v2 on Linux >= 5.19): far inside
+    if (
+        memory_mode.cgroups is not None and peaks
+    ):  # measured (cgroup v1, or v2 on Linux >= 5.19): far inside
         assert len(peaks) == 164 and max(peaks) < 256 << 20
 
 
@@ -101,9 +108,11 @@ def test_a_wrong_solution_fails(problems):
 
 
 def test_fork_bomb_is_contained():
-    program = ("import ctypes, time\nlibc = ctypes.CDLL(None)\n"
-               "while True:\n    pid = libc.fork()\n    if pid < 0:\n        print('fork refused'); break\n"
-               "    if pid == 0:\n        time.sleep(60)\n")
+    program = (
+        "import ctypes, time\nlibc = ctypes.CDLL(None)\n"
+        "while True:\n    pid = libc.fork()\n    if pid < 0:\n        print('fork refused'); break\n"
+        "    if pid == 0:\n        time.sleep(60)\n"
+    )
     start = time.monotonic()
     result = run_python(program, **LIMITS)
     assert time.monotonic() - start < 10
@@ -129,14 +138,20 @@ def test_writes_stay_inside_the_sandbox(tmp_path):
     name = f"gc2po_escape_{uuid.uuid4().hex}"
     for target in (f"/tmp/{name}", f"/var/tmp/{name}", str(tmp_path / name)):
         run_python(f"open({target!r}, 'w').write('x')", **LIMITS)
-        assert not os.path.exists(target), target  # /tmp inside is a private tmpfs, the rest is not there
-    assert run_python("open('inside.txt', 'w').write('x')\nassert open('inside.txt').read() == 'x'", **LIMITS).passed
+        assert not os.path.exists(target), (
+            target
+        )  # /tmp inside is a private tmpfs, the rest is not there
+    assert run_python(
+        "open('inside.txt', 'w').write('x')\nassert open('inside.txt').read() == 'x'", **LIMITS
+    ).passed
     assert not run_python("open('/usr/lib/gc2po_escape', 'w')", **LIMITS).passed  # read-only view
 
 
 def test_environment_is_not_inherited(monkeypatch):
     monkeypatch.setenv("GC2PO_SECRET", "hunter2")
-    result = run_python("import os\nprint(sorted(os.environ))\nassert 'GC2PO_SECRET' not in os.environ", **LIMITS)
+    result = run_python(
+        "import os\nprint(sorted(os.environ))\nassert 'GC2PO_SECRET' not in os.environ", **LIMITS
+    )
     assert result.passed and "hunter2" not in result.output
 
 
@@ -147,7 +162,10 @@ def test_huge_output_is_drained_and_truncated():
 
 
 def test_extract_code_and_pass_at_k():
-    assert extract_code("Here:\n```python\ndef f():\n    return 1\n```\n", "") == "\ndef f():\n    return 1\n"
+    assert (
+        extract_code("Here:\n```python\ndef f():\n    return 1\n```\n", "")
+        == "\ndef f():\n    return 1\n"
+    )
     assert extract_code("    return 1\n", "") == "    return 1\n"
     assert pass_at_k(10, 0, 1) == 0.0 and pass_at_k(10, 10, 5) == 1.0
     assert pass_at_k(5, 2, 1) == pytest.approx(0.4)
@@ -195,7 +213,9 @@ def test_the_setup_is_described():
 def no_bubblewrap(monkeypatch, tmp_path):
     """This machine as if bubblewrap were missing (the real probe, with ``bwrap`` off the PATH)."""
     real_which = sandbox_host.shutil.which
-    monkeypatch.setattr(sandbox_host.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    monkeypatch.setattr(
+        sandbox_host.shutil, "which", lambda name: None if name == "bwrap" else real_which(name)
+    )
     problem = sandbox_host._probe_bubblewrap_once()
     monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: problem)
     monkeypatch.delenv(sandbox_host.WEAK_ENV, raising=False)
@@ -205,20 +225,29 @@ def no_bubblewrap(monkeypatch, tmp_path):
 
 def test_code_is_refused_where_bubblewrap_cannot_run(no_bubblewrap, problems):
     assert "bubblewrap is not installed" in no_bubblewrap
-    with pytest.raises(SandboxUnavailable, match="bubblewrap is not installed.*allow_weak_sandbox=True"):
+    with pytest.raises(
+        SandboxUnavailable, match="bubblewrap is not installed.*allow_weak_sandbox=True"
+    ):
         grade_code(problems["HumanEval/0"]["canonical_solution"], problems["HumanEval/0"])
 
 
 def test_a_bubblewrap_that_cannot_start_is_refused(monkeypatch):
-    folder = tempfile.mkdtemp(prefix="gc2po-fake-bwrap-")  # one the sandbox user (nobody, as root) can run from
+    folder = tempfile.mkdtemp(
+        prefix="gc2po-fake-bwrap-"
+    )  # one the sandbox user (nobody, as root) can run from
     try:
         os.chmod(folder, 0o755)
         fake = Path(folder) / "bwrap"
-        fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+        fake.write_text(
+            "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
+        )
         fake.chmod(0o755)
         real_which = sandbox_host.shutil.which
-        monkeypatch.setattr(sandbox_host.shutil, "which",
-                            lambda name: str(fake) if name == "bwrap" else real_which(name))
+        monkeypatch.setattr(
+            sandbox_host.shutil,
+            "which",
+            lambda name: str(fake) if name == "bwrap" else real_which(name),
+        )
         problem = sandbox_host._probe_bubblewrap_once()
         assert "bubblewrap cannot start a sandbox here" in problem
         assert "No permissions to create new namespace" in problem and "user namespaces" in problem
@@ -227,8 +256,9 @@ def test_a_bubblewrap_that_cannot_start_is_refused(monkeypatch):
 
 
 @pytest.mark.parametrize("opt_in", ["keyword", "environment"])
-def test_the_weak_mode_runs_only_when_asked_and_still_grades_by_verdict(no_bubblewrap, problems, opt_in, monkeypatch,
-                                                                         tmp_path):
+def test_the_weak_mode_runs_only_when_asked_and_still_grades_by_verdict(
+    no_bubblewrap, problems, opt_in, monkeypatch, tmp_path
+):
     keyword = {"allow_weak_sandbox": True} if opt_in == "keyword" else {}
     if opt_in == "environment":
         monkeypatch.setenv(sandbox_host.WEAK_ENV, "1")
@@ -246,7 +276,9 @@ def test_a_missing_bubblewrap_is_not_remembered(monkeypatch):
     (the cause of every sandbox test failing on a fresh machine: a cached "not installed")."""
     real_which = sandbox_host.shutil.which
     monkeypatch.setattr(sandbox_host, "_working_setup", None)
-    monkeypatch.setattr(sandbox_host.shutil, "which", lambda name: None if name == "bwrap" else real_which(name))
+    monkeypatch.setattr(
+        sandbox_host.shutil, "which", lambda name: None if name == "bwrap" else real_which(name)
+    )
     assert "bubblewrap is not installed" in sandbox_host._probe_bubblewrap()
     monkeypatch.setattr(sandbox_host.shutil, "which", real_which)  # now "installed"
     setup = sandbox_host._probe_bubblewrap()

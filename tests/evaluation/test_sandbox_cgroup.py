@@ -31,7 +31,9 @@ def fake_v2_root(tmp_path: Path) -> Path:
 def test_v2_samples_get_memory_and_pids_limits(tmp_path):
     root = fake_v2_root(tmp_path)
     layout = sandbox_cgroup._v2_layout(root)
-    assert (root / "cgroup.subtree_control").read_text() == "+memory +pids"  # controllers handed down
+    assert (
+        root / "cgroup.subtree_control"
+    ).read_text() == "+memory +pids"  # controllers handed down
     assert (root / "gc2po-sandbox" / "cgroup.subtree_control").read_text() == "+memory +pids"
     group = sandbox_cgroup.create_sample_cgroup(layout, 512 << 20, 8)
     assert group.memory_dir == group.pids_dir and group.memory_dir.parent == root / "gc2po-sandbox"
@@ -53,11 +55,16 @@ def test_v1_samples_live_under_the_graders_own_cgroups(tmp_path):
         (root / path).mkdir(parents=True)
     (tmp_path / "self").write_text(HYBRID)
     layout = sandbox_cgroup._v1_layout(root, tmp_path / "self")
-    assert layout == sandbox_cgroup.CgroupLayout(1, root / "memory/process_api/c8f751ac", root / "pids")
+    assert layout == sandbox_cgroup.CgroupLayout(
+        1, root / "memory/process_api/c8f751ac", root / "pids"
+    )
     group = sandbox_cgroup.create_sample_cgroup(layout, 256 << 20, 6)
     assert (group.memory_dir / "memory.limit_in_bytes").read_text() == str(256 << 20)
     assert (group.pids_dir / "pids.max").read_text() == "6"
-    assert group.procs_files == [str(group.memory_dir / "cgroup.procs"), str(group.pids_dir / "cgroup.procs")]
+    assert group.procs_files == [
+        str(group.memory_dir / "cgroup.procs"),
+        str(group.pids_dir / "cgroup.procs"),
+    ]
 
 
 def test_no_cgroup_without_root(monkeypatch):
@@ -71,7 +78,9 @@ def test_every_sample_cgroup_is_removed_after_its_run():
         pytest.skip(reason)
     layout = sandbox_host.sandbox_setup().cgroups
     if layout is None:
-        pytest.skip("this machine gives the grader no per-sample cgroup (not root, or no controllers)")
+        pytest.skip(
+            "this machine gives the grader no per-sample cgroup (not root, or no controllers)"
+        )
     ours = f"gc2po-{os.getpid()}-"
     for program in ("pass", "import os\nos.kill(os.getpid(), 9)", "import time\ntime.sleep(30)"):
         assert run_python(program, timeout=3).status != "error"

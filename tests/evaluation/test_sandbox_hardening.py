@@ -20,7 +20,7 @@ from gc2po.evaluation.sandbox import run_python
 from tests.evaluation.test_sandbox_hostile import NOBODY, bubblewrap, grade  # noqa: F401
 
 # 16 threads alive at once (they meet at a barrier), as a worker pool's are
-THREADED = '''    import threading
+THREADED = """    import threading
     parts, barrier = [0] * 16, threading.Barrier(16, timeout=5)
     def work(index):
         barrier.wait()
@@ -31,12 +31,14 @@ THREADED = '''    import threading
     for thread in threads:
         thread.join()
     return sum(parts)
-'''
+"""
 
 
 def test_a_correct_solution_with_16_threads_passes_every_time():
     if sandbox_host.sandbox_setup().cgroups is None:
-        pytest.skip("no per-sample cgroup here: RLIMIT_NPROC (which counts threads) bounds the sample")
+        pytest.skip(
+            "no per-sample cgroup here: RLIMIT_NPROC (which counts threads) bounds the sample"
+        )
     results = [grade(THREADED) for _ in range(6)]
     assert all(result.passed for result in results), [result.reason for result in results]
     # the same code under the old bound (8 tasks, threads included) is the failure the issue saw
@@ -44,14 +46,18 @@ def test_a_correct_solution_with_16_threads_passes_every_time():
 
 
 def test_a_thread_bomb_is_stopped():
-    program = ("import threading, time\nstarted = 0\ntry:\n    while True:\n"
-               "        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
-               "        started += 1\nexcept RuntimeError:\n    print('thread refused after', started)\n")
+    program = (
+        "import threading, time\nstarted = 0\ntry:\n    while True:\n"
+        "        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "        started += 1\nexcept RuntimeError:\n    print('thread refused after', started)\n"
+    )
     start = time.monotonic()
     result = run_python(program, timeout=5, memory_mb=512)
     assert time.monotonic() - start < 10 and "thread refused after" in result.output, result
     started = int(result.output.split()[-1])
-    assert started < sandbox_host.Limits().max_threads, result  # the harness and init hold tasks too
+    assert started < sandbox_host.Limits().max_threads, (
+        result
+    )  # the harness and init hold tasks too
 
 
 def test_limits_refuse_fewer_threads_than_processes():
@@ -64,7 +70,9 @@ def _call_under_filter(program: bytes, results) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
     buffer = ctypes.create_string_buffer(program, len(program))
-    fprog_bytes = bytearray(16)  # struct sock_fprog {unsigned short len; struct sock_filter *filter}
+    fprog_bytes = bytearray(
+        16
+    )  # struct sock_fprog {unsigned short len; struct sock_filter *filter}
     fprog_bytes[:2] = (len(program) // 8).to_bytes(2, "little")
     fprog_bytes[8:16] = ctypes.addressof(buffer).to_bytes(8, "little")
     fprog = ctypes.create_string_buffer(bytes(fprog_bytes), 16)
@@ -83,7 +91,9 @@ def _call_under_filter(program: bytes, results) -> None:
 def test_the_filter_refuses_the_blocked_calls_and_allows_the_rest():
     program = sandbox_seccomp.seccomp_program(sandbox_seccomp.host_arch())
     results = multiprocessing.get_context("fork").Queue()
-    child = multiprocessing.get_context("fork").Process(target=_call_under_filter, args=(program, results))
+    child = multiprocessing.get_context("fork").Process(
+        target=_call_under_filter, args=(program, results)
+    )
     child.start()
     outcome = results.get(timeout=30)
     child.join()
@@ -96,9 +106,11 @@ def test_a_sample_cannot_add_a_key():
         pytest.skip("no seccomp filter on this machine")
     marker = f"gc2po-{uuid.uuid4().hex}"
     add_key = sandbox_seccomp.BLOCKED_SYSCALLS["add_key"][sandbox_seccomp.host_arch() == "aarch64"]
-    program = (f"import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"  # -4: the user keyring
-               f"key = libc.syscall({add_key}, b'user', b'{marker}', b'x', 1, -4)\n"
-               f"print('add_key', key, ctypes.get_errno())\n")
+    program = (
+        f"import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"  # -4: the user keyring
+        f"key = libc.syscall({add_key}, b'user', b'{marker}', b'x', 1, -4)\n"
+        f"print('add_key', key, ctypes.get_errno())\n"
+    )
     result = run_python(program)
     assert "add_key -1 1" in result.output, result  # EPERM
     keys_as = dict(user=NOBODY, group=NOBODY, extra_groups=[]) if os.geteuid() == 0 else {}
@@ -113,8 +125,10 @@ def test_ptrace_of_the_sandbox_init_fails_fast():
     setup = sandbox_host.sandbox_setup()
     if setup.seccomp is None:
         pytest.skip("no seccomp filter on this machine")
-    sample = ("    return a + b\nimport ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-              "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)\n")  # ATTACH
+    sample = (
+        "    return a + b\nimport ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)\n"
+    )  # ATTACH
     start = time.monotonic()
     result = grade(sample)
     seconds = time.monotonic() - start
@@ -126,10 +140,14 @@ def test_without_the_filter_the_ptrace_sample_costs_the_time_limit(monkeypatch):
     """The control: the same sample with the filter left out is the issue's 10 s stall (here 3 s)."""
     setup = dataclasses.replace(sandbox_host.sandbox_setup(), seccomp=None)
     monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: setup)
-    sample = ("    return a + b\nimport ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-              "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)\n")
+    sample = (
+        "    return a + b\nimport ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)\n"
+    )
     start = time.monotonic()
     result = grade(sample, timeout=3)
     if "ptrace 0 0" not in result.output:
         pytest.skip(f"this kernel refuses the attach without the filter too: {result.output!r}")
-    assert time.monotonic() - start >= 3 and result.returncode is None, result  # killed at the limit
+    assert time.monotonic() - start >= 3 and result.returncode is None, (
+        result
+    )  # killed at the limit

@@ -58,7 +58,14 @@ def test_gvpo_weights_sum_to_zero_and_loss_gradient_matches():
     mask = torch.ones(8, 3)
     centered = (rewards - rewards.mean(-1, keepdim=True)).reshape(-1)
     order = torch.tensor([3, 0, 6, 1, 5, 2, 7, 4])  # rows may come shuffled
-    loss = gvpo_loss(logps[order], old[order], mask[order], (torch.arange(8) // 4)[order], centered[order], beta=0.1)
+    loss = gvpo_loss(
+        logps[order],
+        old[order],
+        mask[order],
+        (torch.arange(8) // 4)[order],
+        centered[order],
+        beta=0.1,
+    )
     loss.backward()
     expected = -0.1 / 3 * weights.reshape(-1) / 2  # mean over the 2 groups
     torch.testing.assert_close(logps.grad[:, 0], expected, atol=1e-6, rtol=1e-5)
@@ -93,9 +100,13 @@ def test_gcpo_upsilon_and_reference_by_hand():
     ctx = torch.tensor([[0.5, -0.5], [0.0, 0.0]])
     alt = torch.zeros(2, 2)
     # row 0: direction [1, 0] -> cos 1; row 1: direction [.5, .5] -> cos 1/sqrt(2)
-    torch.testing.assert_close(gcpo_upsilon(z, ctx, alt, alpha=2.0), torch.tensor([2.0, 2 / math.sqrt(2)]))
+    torch.testing.assert_close(
+        gcpo_upsilon(z, ctx, alt, alpha=2.0), torch.tensor([2.0, 2 / math.sqrt(2)])
+    )
     p = torch.log(torch.tensor([[0.5, 0.2, 0.9]]))
-    ref = gcpo_reference_logps(p, torch.log(torch.tensor([[0.1, 0.6, 0.2]])), torch.log(torch.tensor([[0.3, 0.3, 0.5]])))
+    ref = gcpo_reference_logps(
+        p, torch.log(torch.tensor([[0.1, 0.6, 0.2]])), torch.log(torch.tensor([[0.3, 0.3, 0.5]]))
+    )
     # 0.5 - 0.1 + 0.3 = 0.7; 0.2 - 0.6 + 0.3 < 0 -> 1e-6; 0.9 - 0.2 + 0.5 > 1 -> 1
     torch.testing.assert_close(ref.exp(), torch.tensor([[0.7, 1e-6, 1.0]]), atol=1e-7, rtol=1e-5)
 
@@ -107,7 +118,9 @@ def test_length_penalty_by_hand():
     std = math.sqrt(200 / 3)
     sig = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
     expected = [1 - 0.1 * sig(-10 / std), 1 - 0.1 * 0.5, 0.0, 1 - 0.1 * sig(10 / std)]
-    torch.testing.assert_close(length_penalty_rewards(correct, lengths, 0.1), torch.tensor([expected]))
+    torch.testing.assert_close(
+        length_penalty_rewards(correct, lengths, 0.1), torch.tensor([expected])
+    )
 
 
 def test_rest_selection_by_hand():
@@ -115,7 +128,9 @@ def test_rest_selection_by_hand():
     # all below it -> the best correct one (row 5); group 3: none correct -> none
     r_out = torch.tensor([1.0, 0, 1, 0, 1, 1, 0, float("nan"), 0])
     min_value = torch.tensor([0.1, 0.9, 0.5, 0.0, 0.05, 0.15, 0.9, 0.9, 0.9])
-    torch.testing.assert_close(rest_selection(r_out, min_value, 3, 0.2), torch.tensor([0.0, 0, 1, 0, 0, 1, 0, 0, 0]))
+    torch.testing.assert_close(
+        rest_selection(r_out, min_value, 3, 0.2), torch.tensor([0.0, 0, 1, 0, 0, 1, 0, 0, 0])
+    )
 
 
 def test_length_penalty_leaves_unscored_completions_out():
@@ -123,7 +138,10 @@ def test_length_penalty_leaves_unscored_completions_out():
     lengths = torch.tensor([[10.0, 1.0, 30.0, 5.0]])
     shaped = length_penalty_rewards(correct, lengths, 0.5)
     assert math.isnan(shaped[0, 1])
-    torch.testing.assert_close(shaped[0, [0, 2, 3]], length_penalty_rewards(correct[:, [0, 2, 3]], lengths[:, [0, 2, 3]], 0.5)[0])
+    torch.testing.assert_close(
+        shaped[0, [0, 2, 3]],
+        length_penalty_rewards(correct[:, [0, 2, 3]], lengths[:, [0, 2, 3]], 0.5)[0],
+    )
 
 
 def test_gvpo_loss_leaves_unscored_rows_out():
@@ -134,12 +152,24 @@ def test_gvpo_loss_leaves_unscored_rows_out():
     centred = torch.tensor([0.5, -0.5, 0.0, 0.0])
     groups = torch.tensor([0, 0, 0, 0])
     got = gvpo_loss(logps, old, mask, groups, centred, beta=0.1, scored=scored)
-    expected = gvpo_loss(logps[scored], old[scored], mask[scored], groups[scored], centred[scored], beta=0.1)
+    expected = gvpo_loss(
+        logps[scored], old[scored], mask[scored], groups[scored], centred[scored], beta=0.1
+    )
     torch.testing.assert_close(got, expected)
     # a group left with one scored completion contributes 0 (nothing to compare it with)
-    lonely = gvpo_loss(logps, old, mask, torch.tensor([0, 0, 1, 1]), centred, beta=0.1,
-                       scored=torch.tensor([True, True, False, True]))
-    torch.testing.assert_close(lonely, gvpo_loss(logps[:2], old[:2], mask[:2], torch.tensor([0, 0]), centred[:2], beta=0.1) / 2)
+    lonely = gvpo_loss(
+        logps,
+        old,
+        mask,
+        torch.tensor([0, 0, 1, 1]),
+        centred,
+        beta=0.1,
+        scored=torch.tensor([True, True, False, True]),
+    )
+    torch.testing.assert_close(
+        lonely,
+        gvpo_loss(logps[:2], old[:2], mask[:2], torch.tensor([0, 0]), centred[:2], beta=0.1) / 2,
+    )
 
 
 def test_gvpo_on_policy_loss_has_the_group_loss_gradient_and_no_group_layout():
@@ -155,13 +185,27 @@ def test_gvpo_on_policy_loss_has_the_group_loss_gradient_and_no_group_layout():
         if name == "group":
             loss = gvpo_loss(logps, old, mask, torch.arange(8) // K, centred, beta=0.1)
         elif name == "per_row":
-            loss = gvpo_on_policy_loss(logps, old, mask, centred, torch.full((8,), 4.0), beta=0.1, group_size=K)
+            loss = gvpo_on_policy_loss(
+                logps, old, mask, centred, torch.full((8,), 4.0), beta=0.1, group_size=K
+            )
         else:  # two micro-batches of shuffled rows, averaged as gradient accumulation does
             perm = torch.tensor([5, 0, 7, 2, 1, 4, 6, 3])
             halves = [perm[:4], perm[4:]]
-            loss = sum(gvpo_on_policy_loss(logps[h], old[h], mask[h], centred[h], torch.full((4,), 4.0),
-                                           beta=0.1, group_size=K)
-                       for h in halves) / 2
+            loss = (
+                sum(
+                    gvpo_on_policy_loss(
+                        logps[h],
+                        old[h],
+                        mask[h],
+                        centred[h],
+                        torch.full((4,), 4.0),
+                        beta=0.1,
+                        group_size=K,
+                    )
+                    for h in halves
+                )
+                / 2
+            )
         assert abs(loss.item()) < 1e-7 or name == "group"
         loss.backward()
         grads[name] = logps.grad

@@ -21,7 +21,9 @@ def test_one_unscored_row_by_hand():
     assert counts.tolist() == [2.0, 2.0, 2.0]
     old = -torch.rand(3, 2)
     logps = old.clone().requires_grad_(True)
-    gvpo_on_policy_loss(logps, old, torch.ones(3, 2), centred, counts, beta=0.1, group_size=3).backward()
+    gvpo_on_policy_loss(
+        logps, old, torch.ones(3, 2), centred, counts, beta=0.1, group_size=3
+    ).backward()
     torch.testing.assert_close(logps.grad, torch.tensor([[-0.05, -0.05], [0.05, 0.05], [0.0, 0.0]]))
 
 
@@ -29,7 +31,9 @@ def test_on_policy_gradient_equals_the_group_loss_over_scored_rows():
     torch.manual_seed(2)
     K, T = 4, 5
     # groups with n = 3, 1, 0 and 4 scored rows
-    rewards = torch.tensor([[1.0, NAN, 0.0, 1.0], [NAN, 1.0, NAN, NAN], [NAN] * 4, [0.0, 1.0, 0.5, 0.0]])
+    rewards = torch.tensor(
+        [[1.0, NAN, 0.0, 1.0], [NAN, 1.0, NAN, NAN], [NAN] * 4, [0.0, 1.0, 0.5, 0.0]]
+    )
     centred = dr_grpo_advantage(rewards).reshape(-1)
     counts = group_scored_counts(rewards).reshape(-1)
     scored = torch.isfinite(rewards).reshape(-1)
@@ -39,13 +43,22 @@ def test_on_policy_gradient_equals_the_group_loss_over_scored_rows():
     for name in ("group", "per_row", "shuffled_halves"):
         logps = old.clone().requires_grad_(True)  # on-policy: theta = theta_old
         if name == "group":
-            loss = gvpo_loss(logps, old, mask, torch.arange(16) // K, centred, beta=0.1, scored=scored)
+            loss = gvpo_loss(
+                logps, old, mask, torch.arange(16) // K, centred, beta=0.1, scored=scored
+            )
         elif name == "per_row":
             loss = gvpo_on_policy_loss(logps, old, mask, centred, counts, beta=0.1, group_size=K)
         else:  # two micro-batches of shuffled rows, averaged as gradient accumulation does
             perm = torch.randperm(16)
-            loss = sum(gvpo_on_policy_loss(logps[h], old[h], mask[h], centred[h], counts[h], beta=0.1,
-                                           group_size=K) for h in (perm[:8], perm[8:])) / 2
+            loss = (
+                sum(
+                    gvpo_on_policy_loss(
+                        logps[h], old[h], mask[h], centred[h], counts[h], beta=0.1, group_size=K
+                    )
+                    for h in (perm[:8], perm[8:])
+                )
+                / 2
+            )
         loss.backward()
         assert torch.isfinite(logps.grad).all()
         grads[name] = logps.grad
@@ -66,9 +79,18 @@ def test_any_pattern_of_unscored_rows_gives_the_group_gradient(K, G, T, data):
     old = -torch.rand(G * K, T, generator=generator)
     mask = torch.rand(G * K, T, generator=generator) > 0.3
     grads = []
-    for loss_of in (lambda lp: gvpo_loss(lp, old, mask, torch.arange(G * K) // K, centred, beta=0.1,
-                                         scored=torch.isfinite(rewards).reshape(-1)),
-                    lambda lp: gvpo_on_policy_loss(lp, old, mask, centred, counts, beta=0.1, group_size=K)):
+    for loss_of in (
+        lambda lp: gvpo_loss(
+            lp,
+            old,
+            mask,
+            torch.arange(G * K) // K,
+            centred,
+            beta=0.1,
+            scored=torch.isfinite(rewards).reshape(-1),
+        ),
+        lambda lp: gvpo_on_policy_loss(lp, old, mask, centred, counts, beta=0.1, group_size=K),
+    ):
         logps = old.clone().requires_grad_(True)
         loss_of(logps).backward()
         assert torch.isfinite(logps.grad).all()

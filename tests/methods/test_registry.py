@@ -13,18 +13,28 @@ SHOWN = dict(display_name="Toy", colour="#000001", order=1000)  # nobody's name,
 
 
 def test_a_method_registered_twice_fails_naming_both_places():
-    with pytest.raises(ValueError, match=r"method 'grpo' is registered twice: first at .*methods/grpo.py:\d+, "
-                                         r"again at .*test_registry.py:\d+"):
+    with pytest.raises(
+        ValueError,
+        match=r"method 'grpo' is registered twice: first at .*methods/grpo.py:\d+, "
+        r"again at .*test_registry.py:\d+",
+    ):
         register_method("grpo", "another GRPO", **SHOWN)(lambda batch, config: None)
     assert METHODS["grpo"].advantages.__name__ == "grpo_advantages"  # the registry is unchanged
 
 
-@pytest.mark.parametrize("taken, match", [
-    ({"colour": METHODS["grpo"].colour},
-     r"colour '#1f77b4' is taken by method 'grpo' \(at .*methods/grpo.py"),
-    ({"order": METHODS["gc2po"].order},
-     r"order 80 is taken by method 'gc2po' \(at .*methods/gc2po.py"),
-])
+@pytest.mark.parametrize(
+    "taken, match",
+    [
+        (
+            {"colour": METHODS["grpo"].colour},
+            r"colour '#1f77b4' is taken by method 'grpo' \(at .*methods/grpo.py",
+        ),
+        (
+            {"order": METHODS["gc2po"].order},
+            r"order 80 is taken by method 'gc2po' \(at .*methods/gc2po.py",
+        ),
+    ],
+)
 def test_a_colour_or_table_place_another_method_has_is_refused(taken, match):
     with pytest.raises(ValueError, match=r"method 'toy' at .*test_registry.py:\d+: " + match):
         register_method("toy", "a toy", **{**SHOWN, **taken})(lambda batch, config: None)
@@ -34,13 +44,21 @@ def test_a_colour_or_table_place_another_method_has_is_refused(taken, match):
 def test_a_variant_fixes_what_its_method_fixes_and_more(monkeypatch):
     monkeypatch.setattr(base, "METHODS", Registry("method"))  # leaves the real registry alone
 
-    @register_method("toy", "a toy", loss_type="dr_grpo", fixed={"beta": 0.0}, needs_episodes=True,
-                     **SHOWN)
+    @register_method(
+        "toy", "a toy", loss_type="dr_grpo", fixed={"beta": 0.0}, needs_episodes=True, **SHOWN
+    )
     def toy_advantages(batch, config):
         return None
 
-    variant = register_variant("toy", "toy_no_rcf", "a toy without R_cf", fixed={"lambda_cf": 0.0},
-                               display_name="Toy w/o R_cf", colour="#000002", order=1001)
+    variant = register_variant(
+        "toy",
+        "toy_no_rcf",
+        "a toy without R_cf",
+        fixed={"lambda_cf": 0.0},
+        display_name="Toy w/o R_cf",
+        colour="#000002",
+        order=1001,
+    )
     assert variant.fixed == {"loss_type": "dr_grpo", "beta": 0.0, "lambda_cf": 0.0}
     assert variant.advantages is toy_advantages and variant.needs_episodes
     assert list(base.METHODS) == ["toy", "toy_no_rcf"]  # registered in reading order

@@ -10,13 +10,19 @@ from gc2po.reporting.layout import AuditDir, CheckpointAuditDir, CurveFile, Eval
 OUT = "results/ci"
 
 
-@pytest.mark.parametrize("key, path", [
-    (RunDir("testbed", "gc2po", 2), "results/ci/runs/testbed/gc2po/seed2"),
-    (EvalFile("testbed", "base", 0, "test_id"), "results/ci/testbed/base/seed0/test_id.jsonl"),
-    (CurveFile("testbed", "grpo", 1), "results/ci/curves/testbed/grpo/seed1.csv"),
-    (AuditDir("testbed", "gc2po", 0), "results/ci/audit/testbed/gc2po/seed0"),
-    (CheckpointAuditDir("testbed", "gc2po", 0, 30), "results/ci/audit/testbed/gc2po/seed0/step30"),
-])
+@pytest.mark.parametrize(
+    "key, path",
+    [
+        (RunDir("testbed", "gc2po", 2), "results/ci/runs/testbed/gc2po/seed2"),
+        (EvalFile("testbed", "base", 0, "test_id"), "results/ci/testbed/base/seed0/test_id.jsonl"),
+        (CurveFile("testbed", "grpo", 1), "results/ci/curves/testbed/grpo/seed1.csv"),
+        (AuditDir("testbed", "gc2po", 0), "results/ci/audit/testbed/gc2po/seed0"),
+        (
+            CheckpointAuditDir("testbed", "gc2po", 0, 30),
+            "results/ci/audit/testbed/gc2po/seed0/step30",
+        ),
+    ],
+)
 def test_every_kind_of_path_is_built_and_parsed_back(key, path):
     assert key.path(OUT) == path
     assert type(key).parse(path) == key
@@ -63,13 +69,19 @@ def test_members_summaries_and_checkpoints_are_parsed():
     assert checkpoint == CheckpointAuditDir("b", "m", 0, 30)
 
 
-@pytest.mark.parametrize("parse, path, message", [
-    (EvalFile.parse, "eval/b/m/gsm8k.jsonl", "not an evaluation file of the layout "
-                                             ".../<base>/<model>/seed<seed>/<benchmark>.jsonl"),
-    (RunDir.parse, "runs/b/r/seedX", "not a training run's folder"),
-    (EvalFile.of_summary, "e/b/m/seed1/gsm8k.jsonl", "not an evaluation summary"),
-    (layout.audit_of_summary, "r/audit/b/m/seed0/completions.csv", "not an audit summary"),
-])
+@pytest.mark.parametrize(
+    "parse, path, message",
+    [
+        (
+            EvalFile.parse,
+            "eval/b/m/gsm8k.jsonl",
+            "not an evaluation file of the layout .../<base>/<model>/seed<seed>/<benchmark>.jsonl",
+        ),
+        (RunDir.parse, "runs/b/r/seedX", "not a training run's folder"),
+        (EvalFile.of_summary, "e/b/m/seed1/gsm8k.jsonl", "not an evaluation summary"),
+        (layout.audit_of_summary, "r/audit/b/m/seed0/completions.csv", "not an audit summary"),
+    ],
+)
 def test_a_path_outside_the_layout_fails_naming_it_and_the_layout(parse, path, message):
     with pytest.raises(ValueError) as err:
         parse(path)

@@ -57,7 +57,9 @@ def test_macro_average_weights_benchmarks_equally():
     # benchmark means 1.0 (2 problems) and 0.0 (6 problems): the macro mean is 0.5, not 0.25
     mean, low, high = macro_bootstrap_ci([np.ones((1, 2)), np.zeros((1, 6))])
     assert (mean, low, high) == (0.5, 0.5, 0.5)
-    diff = paired_macro_bootstrap_diff([np.ones((2, 2)), np.ones((2, 6))], [np.zeros((2, 2)), np.ones((2, 6))])
+    diff = paired_macro_bootstrap_diff(
+        [np.ones((2, 2)), np.ones((2, 6))], [np.zeros((2, 2)), np.ones((2, 6))]
+    )
     assert diff == (0.5, 0.5, 0.5)
 
 
@@ -112,7 +114,11 @@ def test_paired_test_combines_both_tests():
 def test_seed_interval_is_the_student_t_interval():
     # values (1, 2, 3): mean 2, sd 1, t_{0.975, 2} = 4.302653 -> half width 4.302653 / sqrt 3
     mean, low, high = seed_interval([1.0, 2.0, 3.0])
-    assert mean == 2.0 and high - mean == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6) and low == 4 - high
+    assert (
+        mean == 2.0
+        and high - mean == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)
+        and low == 4 - high
+    )
     single = seed_interval([0.7])
     assert single[0] == 0.7 and math.isnan(single[1]) and math.isnan(single[2])
 
@@ -126,13 +132,17 @@ def test_paired_macro_test_averages_each_seeds_differences_over_benchmarks_by_ha
     # t = 0.375 / (0.176777 / sqrt 2) = 3.0, one degree of freedom: p = 1 - 2 atan(3) / pi
     assert test.t_statistic == pytest.approx(3.0)
     assert test.t_p_value == pytest.approx(1 - 2 * math.atan(3) / math.pi)
-    assert test.sign_flip_p_value == pytest.approx(0.5)  # |mean| of the flips: .375 twice, .125 twice
+    assert test.sign_flip_p_value == pytest.approx(
+        0.5
+    )  # |mean| of the flips: .375 twice, .125 twice
     with pytest.raises(ValueError, match="the same benchmarks"):
         paired_macro_test(a, b[:1])
 
 
 def test_pass_at_1_per_problem_is_the_mean_correctness_of_its_samples_in_first_seen_order():
-    samples = [{"problem_id": problem, "correct": correct}
-               for problem, correct in ((7, True), ("a", 0), (7, False), ("a", 1), (7, 1))]
+    samples = [
+        {"problem_id": problem, "correct": correct}
+        for problem, correct in ((7, True), ("a", 0), (7, False), ("a", 1), (7, 1))
+    ]
     assert problem_pass_at_1(samples) == {"7": 2 / 3, "a": 0.5}
     assert list(problem_pass_at_1(samples)) == ["7", "a"]

@@ -30,20 +30,35 @@ def make_files(root, models: dict[str, dict[str, list[list[int]]]]) -> list[Eval
     for model, by_benchmark in models.items():
         for benchmark, per_seed in by_benchmark.items():
             for seed, correct in enumerate(per_seed):
-                files.append(EvalFile.from_path(write_eval(root, "testbed", model, seed, benchmark, correct)))
+                files.append(
+                    EvalFile.from_path(write_eval(root, "testbed", model, seed, benchmark, correct))
+                )
     return files
 
 
 def standard_models():
     base = {b: [outcome(0.4, 10 * s + i) for s in range(3)] for i, b in enumerate(BENCHMARKS)}
-    better = {b: [[1 if k < 14 else c for k, c in enumerate(seed)] for seed in runs] for b, runs in base.items()}
+    better = {
+        b: [[1 if k < 14 else c for k, c in enumerate(seed)] for seed in runs]
+        for b, runs in base.items()
+    }
     return {"base": base, "grpo": base, "dr_grpo": base, "gc2po": better}
 
 
 def write(root, files, **kwargs):
     out = {ext: root / f"table1.{ext}" for ext in ("md", "tex", "csv", "html")}
-    write_table(files, ["gc2po", "grpo", "dr_grpo"], BENCHMARKS, "Pass@1 (%) per benchmark", md=out["md"],
-                tex=out["tex"], csv=out["csv"], html=out["html"], label="table1", **kwargs)
+    write_table(
+        files,
+        ["gc2po", "grpo", "dr_grpo"],
+        BENCHMARKS,
+        "Pass@1 (%) per benchmark",
+        md=out["md"],
+        tex=out["tex"],
+        csv=out["csv"],
+        html=out["html"],
+        label="table1",
+        **kwargs,
+    )
     return out
 
 
@@ -62,7 +77,10 @@ def test_markdown_holds_cis_paired_differences_and_display_names(eval_root):
     assert f"{base_id['mean']:.1f} [{base_id.ci_low:.1f}, {base_id.ci_high:.1f}]" in base_row
     gc2po_row = next(line for line in md.splitlines() if line.startswith("| + GC2PO (paper) |"))
     gc2po_id = cells[(cells.model == "gc2po") & (cells.benchmark == "test_id")].iloc[0]
-    assert f"(+{gc2po_id['diff']:.1f} [+{gc2po_id.diff_ci_low:.1f}, +{gc2po_id.diff_ci_high:.1f}])" in gc2po_row
+    assert (
+        f"(+{gc2po_id['diff']:.1f} [+{gc2po_id.diff_ci_low:.1f}, +{gc2po_id.diff_ci_high:.1f}])"
+        in gc2po_row
+    )
     assert "temperature 0.6, top-p 0.95, at most 96 new tokens" in md and "testbed oracle" in md
 
 
@@ -73,14 +91,21 @@ def test_csv_cells_are_the_bootstrap_of_the_per_problem_scores(eval_root):
     row = cells[(cells.model == "gc2po") & (cells.benchmark == "test_id")].iloc[0]
     order = sorted(range(P), key=lambda i: f"p{i}")  # the table orders problems by id
     mine, base = (np.array(models[m]["test_id"], float)[:, order] for m in ("gc2po", "base"))
-    assert (row["mean"], row.ci_low, row.ci_high) == pytest.approx(100 * np.array(bootstrap_ci(mine)), abs=1e-3)
+    assert (row["mean"], row.ci_low, row.ci_high) == pytest.approx(
+        100 * np.array(bootstrap_ci(mine)), abs=1e-3
+    )
     assert (row["diff"], row.diff_ci_low, row.diff_ci_high) == pytest.approx(
-        100 * np.array(paired_bootstrap_diff(mine, base)), abs=1e-3)
+        100 * np.array(paired_bootstrap_diff(mine, base)), abs=1e-3
+    )
     assert row.diff_ci_low > 0  # 14 of 20 problems forced correct
     assert row.seeds == "0,1,2" and row.paired_seeds == "0,1,2" and row.problems == P
-    assert row.diff_sign_flip_p == 0.25  # three positive per-seed differences: the smallest p for 3 seeds
+    assert (
+        row.diff_sign_flip_p == 0.25
+    )  # three positive per-seed differences: the smallest p for 3 seeds
     average = cells[(cells.model == "gc2po") & (cells.benchmark == "Average")].iloc[0]
-    assert average["mean"] == pytest.approx(100 * np.mean([np.mean(models["gc2po"][b]) for b in BENCHMARKS]), abs=1e-3)
+    assert average["mean"] == pytest.approx(
+        100 * np.mean([np.mean(models["gc2po"][b]) for b in BENCHMARKS]), abs=1e-3
+    )
 
 
 def test_bold_marks_a_unique_best_and_no_tie(eval_root):
@@ -112,7 +137,9 @@ def test_a_method_with_fewer_seeds_says_so(eval_root):
 
 def test_protocols_that_disagree_fail_naming_both_files(eval_root):
     files = make_files(eval_root, standard_models())
-    write_eval(eval_root, "testbed", "grpo", 1, "test_id", outcome(0.4, 1), protocol={"temperature": 1.0})
+    write_eval(
+        eval_root, "testbed", "grpo", 1, "test_id", outcome(0.4, 1), protocol={"temperature": 1.0}
+    )
     with pytest.raises(ValueError, match=r"temperature.*grpo/seed1/test_id"):
         write(eval_root, files)
 
@@ -135,7 +162,9 @@ def test_html_renders_the_table_with_caption_and_bold(eval_root):
 
 def _pdflatex_or_install():
     booktabs = "/usr/share/texlive/texmf-dist/tex/latex/booktabs/booktabs.sty"
-    reason = ensure_debian_packages({"pdflatex": "texlive-latex-base", booktabs: "texlive-latex-recommended"})
+    reason = ensure_debian_packages(
+        {"pdflatex": "texlive-latex-base", booktabs: "texlive-latex-recommended"}
+    )
     if reason:
         pytest.skip(reason)
     return shutil.which("pdflatex")
@@ -143,10 +172,18 @@ def _pdflatex_or_install():
 
 def compile_latex(tmp_path, table_tex: str) -> subprocess.CompletedProcess:
     doc = tmp_path / "doc.tex"
-    doc.write_text("\\documentclass{article}\n\\usepackage{booktabs,graphicx}\n\\begin{document}\n"
-                   + table_tex + "\n\\end{document}\n")
-    return subprocess.run([_pdflatex_or_install(), "-interaction=nonstopmode", "-halt-on-error", doc.name],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    doc.write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs,graphicx}\n\\begin{document}\n"
+        + table_tex
+        + "\n\\end{document}\n"
+    )
+    return subprocess.run(
+        [_pdflatex_or_install(), "-interaction=nonstopmode", "-halt-on-error", doc.name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_latex_compiles(eval_root):
@@ -168,5 +205,7 @@ def test_base_and_method_on_different_problems_fail(eval_root):
     files = make_files(eval_root, standard_models())
     path = eval_root / "eval" / "testbed" / "gc2po" / "seed2" / "test_id.jsonl"
     path.write_text(path.read_text().replace('"p3"', '"q3"'))
-    with pytest.raises(ValueError, match=rf"testbed/gc2po seed 2 was evaluated on other test_id problems.*{path}"):
+    with pytest.raises(
+        ValueError, match=rf"testbed/gc2po seed 2 was evaluated on other test_id problems.*{path}"
+    ):
         write(eval_root, files)

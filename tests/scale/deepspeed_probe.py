@@ -23,9 +23,16 @@ from gc2po.core.counterfactual import CounterfactualParams, counterfactual_rewar
 from gc2po.training.distributed import gathered_lm_head, is_zero3_param
 
 VOCAB, HIDDEN = 96, 32
-CF_PARAMS = CounterfactualParams(perturbation=["dropout", "gaussian"], num_perturbations=4, cf_tau=0.1,
-                                 lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6, answer_space="topk",
-                                 answer_topk=16)
+CF_PARAMS = CounterfactualParams(
+    perturbation=["dropout", "gaussian"],
+    num_perturbations=4,
+    cf_tau=0.1,
+    lambda_exp=0.9,
+    lambda_sta=1.0,
+    cf_eps_u=1e-6,
+    answer_space="topk",
+    answer_topk=16,
+)
 STATES = torch.randn(6, HIDDEN, generator=torch.Generator().manual_seed(1))
 
 
@@ -35,7 +42,9 @@ def is_zero3_sharded(model) -> bool:
 
 
 def r_cf(weight: torch.Tensor) -> torch.Tensor:
-    return counterfactual_reward(STATES, weight, CF_PARAMS, generator=torch.Generator().manual_seed(2)).r_cf
+    return counterfactual_reward(
+        STATES, weight, CF_PARAMS, generator=torch.Generator().manual_seed(2)
+    ).r_cf
 
 
 class NaNFirstStep(Trainer):
@@ -54,7 +63,9 @@ class Probe(TrainerCallback):
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         head = model.get_output_embeddings().weight
         rec = self.record
-        rec.update(sharded=is_zero3_sharded(model), numel_outside=head.numel(), dtype=str(head.dtype))
+        rec.update(
+            sharded=is_zero3_sharded(model), numel_outside=head.numel(), dtype=str(head.dtype)
+        )
         with gathered_lm_head(model) as (weight, bias):
             rec["gathered_shape"] = list(weight.shape)
             rec["bias"] = bias is not None
@@ -68,21 +79,46 @@ class Probe(TrainerCallback):
     def on_step_end(self, args, state, control, model=None, **kwargs):
         with gathered_lm_head(model) as (weight, _):
             unchanged = torch.equal(weight.detach(), self.initial_head)
-        self.record["steps"].append({"step": state.global_step, "skipped": trainer.accelerator.optimizer_step_was_skipped,
-                                     "head_unchanged": unchanged})
+        self.record["steps"].append(
+            {
+                "step": state.global_step,
+                "skipped": trainer.accelerator.optimizer_step_was_skipped,
+                "head_unchanged": unchanged,
+            }
+        )
 
 
 out_dir, tied = Path(sys.argv[1]), sys.argv[2] == "tied"
-config = LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=64, num_hidden_layers=2,
-                     num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=tied)
+config = LlamaConfig(
+    vocab_size=VOCAB,
+    hidden_size=HIDDEN,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    tie_word_embeddings=tied,
+)
 torch.manual_seed(0)
 model = LlamaForCausalLM(config)
 probe = Probe(model.get_output_embeddings().weight.detach().to(torch.bfloat16).clone())
-args = TrainingArguments(output_dir=str(out_dir / "trainer"), per_device_train_batch_size=1, max_steps=2, bf16=True,
-                         use_cpu=True, learning_rate=1e-2, max_grad_norm=1.0, report_to="none", save_strategy="no",
-                         logging_steps=1, seed=0)
+args = TrainingArguments(
+    output_dir=str(out_dir / "trainer"),
+    per_device_train_batch_size=1,
+    max_steps=2,
+    bf16=True,
+    use_cpu=True,
+    learning_rate=1e-2,
+    max_grad_norm=1.0,
+    report_to="none",
+    save_strategy="no",
+    logging_steps=1,
+    seed=0,
+)
 generator = torch.Generator().manual_seed(0)
-data = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, VOCAB, (4, 8), generator=generator)]
+data = [
+    {"input_ids": ids, "labels": ids}
+    for ids in torch.randint(0, VOCAB, (4, 8), generator=generator)
+]
 trainer = NaNFirstStep(model=model, args=args, train_dataset=data, callbacks=[probe])
 trainer.train()
 probe.record["tied"] = model.get_output_embeddings().weight is model.get_input_embeddings().weight

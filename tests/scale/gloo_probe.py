@@ -13,11 +13,19 @@ from accelerate import PartialState
 from transformers import TrainingArguments
 
 out_dir = Path(sys.argv[1])
-args = TrainingArguments(output_dir=str(out_dir / "trainer"), report_to="none")  # as gc2po train builds it
+args = TrainingArguments(
+    output_dir=str(out_dir / "trainer"), report_to="none"
+)  # as gc2po train builds it
 state = PartialState()
 total = torch.tensor([float(state.process_index + 1)])
 dist.all_reduce(total)
-record = {"rank": state.process_index, "world_size": state.num_processes, "backend": dist.get_backend(),
-          "distributed_type": str(state.distributed_type), "all_reduce_sum": total.item(),
-          "trainer_world_size": args.world_size, "trainer_device": str(args.device)}
+record = {
+    "rank": state.process_index,
+    "world_size": state.num_processes,
+    "backend": dist.get_backend(),
+    "distributed_type": str(state.distributed_type),
+    "all_reduce_sum": total.item(),
+    "trainer_world_size": args.world_size,
+    "trainer_device": str(args.device),
+}
 (out_dir / f"rank{state.process_index}.json").write_text(json.dumps(record))

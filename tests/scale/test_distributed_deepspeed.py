@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("deepspeed", reason="deepspeed comes with the dev and gpu extras; the stand-in tests in "
-                                        "test_distributed_gather.py cover the gather without it")
+pytest.importorskip(
+    "deepspeed",
+    reason="deepspeed comes with the dev and gpu extras; the stand-in tests in "
+    "test_distributed_gather.py cover the gather without it",
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("deepspeed_probe.py")
@@ -30,20 +33,42 @@ def run_probe(accelerate_yaml: Path, tmp_path: Path, tied: bool) -> list[dict]:
     settings = read_accelerate_config(accelerate_yaml)
     out = tmp_path / "out"
     out.mkdir()
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(accelerate_yaml),
-               "--num_processes", "2", "--main_process_port", "0",
-               "--deepspeed_config_file", str(settings.deepspeed_config_file),
-               str(PROBE), str(out), "tied" if tied else "untied"]
-    env = {**os.environ, "DS_ACCELERATOR": "cpu", "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(accelerate_yaml),
+        "--num_processes",
+        "2",
+        "--main_process_port",
+        "0",
+        "--deepspeed_config_file",
+        str(settings.deepspeed_config_file),
+        str(PROBE),
+        str(out),
+        "tied" if tied else "untied",
+    ]
+    env = {
+        **os.environ,
+        "DS_ACCELERATOR": "cpu",
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "OMP_NUM_THREADS": "1",
+    }
+    result = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     return [json.loads((out / f"rank{k}.json").read_text()) for k in range(2)]
 
 
 def check_overflow_skipped(record: dict) -> None:
     first, second = record["steps"]
-    assert first == {"step": 1, "skipped": True, "head_unchanged": True}  # NaN gradients: step skipped
+    assert first == {
+        "step": 1,
+        "skipped": True,
+        "head_unchanged": True,
+    }  # NaN gradients: step skipped
     assert second == {"step": 2, "skipped": False, "head_unchanged": False}  # finite: step taken
 
 
@@ -52,7 +77,9 @@ def check_overflow_skipped(record: dict) -> None:
 def test_distributed_zero3_gather_gives_unsharded_r_cf(tmp_path, tied):
     for record in run_probe(CONFIGS / "deepspeed_zero3.yaml", tmp_path, tied):
         assert record["tied"] is tied
-        assert record["sharded"] and record["numel_outside"] == 0  # ZeRO-3: this rank holds 0 elements
+        assert (
+            record["sharded"] and record["numel_outside"] == 0
+        )  # ZeRO-3: this rank holds 0 elements
         assert record["gathered_shape"] == [96, 32] and record["nested_shape"] == [96, 32]
         assert record["shape_after_nested"] == [96, 32]  # the nested call did not re-partition it
         assert record["numel_after"] == 0  # re-partitioned on exit
@@ -80,4 +107,6 @@ def test_distributed_zero2_without_check_grad_overflow_applies_nan_step(tmp_path
     ds_json.write_text(json.dumps(ds_config))
     for record in run_probe(configs / "deepspeed_zero2.yaml", tmp_path, tied=False):
         first = record["steps"][0]
-        assert first["skipped"] is False and first["head_unchanged"] is False  # NaN written into the weights
+        assert (
+            first["skipped"] is False and first["head_unchanged"] is False
+        )  # NaN written into the weights

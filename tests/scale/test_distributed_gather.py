@@ -16,9 +16,16 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward
 from gc2po.training.distributed import gathered_lm_head, is_zero3_param
 
-CF_PARAMS = CounterfactualParams(perturbation=["dropout", "gaussian"], num_perturbations=4, cf_tau=0.1,
-                                 lambda_exp=0.9, lambda_sta=1.0, cf_eps_u=1e-6, answer_space="vocab",
-                                 answer_topk=64)
+CF_PARAMS = CounterfactualParams(
+    perturbation=["dropout", "gaussian"],
+    num_perturbations=4,
+    cf_tau=0.1,
+    lambda_exp=0.9,
+    lambda_sta=1.0,
+    cf_eps_u=1e-6,
+    answer_space="vocab",
+    answer_topk=64,
+)
 
 
 class Status(enum.Enum):  # the names DeepSpeed's ZeroParamStatus uses
@@ -48,7 +55,9 @@ class FakeGatheredParameters:
 @pytest.fixture
 def fake_deepspeed(monkeypatch):
     FakeGatheredParameters.calls = []
-    module = types.SimpleNamespace(zero=types.SimpleNamespace(GatheredParameters=FakeGatheredParameters))
+    module = types.SimpleNamespace(
+        zero=types.SimpleNamespace(GatheredParameters=FakeGatheredParameters)
+    )
     monkeypatch.setitem(sys.modules, "deepspeed", module)
     return FakeGatheredParameters
 
@@ -67,14 +76,24 @@ def shard(param: nn.Parameter, ds_id: int) -> None:
 
 def r_cf(weight, bias=None):
     states = torch.randn(5, weight.shape[1], generator=torch.Generator().manual_seed(1))
-    return counterfactual_reward(states, weight, CF_PARAMS, lm_head_bias=bias,
-                                 generator=torch.Generator().manual_seed(2)).r_cf
+    return counterfactual_reward(
+        states, weight, CF_PARAMS, lm_head_bias=bias, generator=torch.Generator().manual_seed(2)
+    ).r_cf
 
 
 def tiny_llama(tied: bool) -> LlamaForCausalLM:
     torch.manual_seed(0)
-    return LlamaForCausalLM(LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                        num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=tied))
+    return LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=50,
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            tie_word_embeddings=tied,
+        )
+    )
 
 
 def test_gather_path_taken_for_sharded_head_with_bias(fake_deepspeed):
@@ -86,7 +105,7 @@ def test_gather_path_taken_for_sharded_head_with_bias(fake_deepspeed):
     with gathered_lm_head(head) as (weight, bias):
         assert weight.shape == (50, 16) and bias.shape == (50,)
         got = r_cf(weight, bias)
-    (params, modifier_rank), = fake_deepspeed.calls
+    ((params, modifier_rank),) = fake_deepspeed.calls
     assert [id(p) for p in params] == [id(head.weight), id(head.bias)] and modifier_rank is None
     assert head.weight.numel() == 0 and head.bias.numel() == 0  # re-partitioned on exit
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
@@ -102,7 +121,7 @@ def test_gather_llama_head_gathers_each_parameter_once(fake_deepspeed, tied):
     with gathered_lm_head(model) as (weight, bias):
         got = r_cf(weight, bias)
         assert bias is None and weight.shape == (50, 16)
-    (params, _), = fake_deepspeed.calls
+    ((params, _),) = fake_deepspeed.calls
     assert len(params) == 1 and params[0] is model.lm_head.weight
     assert (model.lm_head.weight is model.model.embed_tokens.weight) is tied
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)

@@ -17,7 +17,9 @@ from gc2po.training.launch import launcher_command, read_accelerate_config, vali
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "config" / "accelerate"
-ZERO2, ZERO3, CPU = (str(CONFIGS / f"{n}.yaml") for n in ("deepspeed_zero2", "deepspeed_zero3", "cpu_multiprocess"))
+ZERO2, ZERO3, CPU = (
+    str(CONFIGS / f"{n}.yaml") for n in ("deepspeed_zero2", "deepspeed_zero3", "cpu_multiprocess")
+)
 PAPER_TRAINER = {"bf16": True, "use_vllm": True, "vllm_mode": "colocate"}
 
 
@@ -26,6 +28,7 @@ def launcher(config_file=ZERO3, num_processes=8, **extra):
 
 
 # --- the shipped configs -------------------------------------------------------------------
+
 
 def test_shipped_configs_parse_as_intended():
     zero2, zero3, cpu = (read_accelerate_config(p) for p in (ZERO2, ZERO3, CPU))
@@ -40,8 +43,13 @@ def test_deepspeed_json_sets_what_the_issue_asks():
     zero3 = json.loads((CONFIGS / "deepspeed_zero3.json").read_text())
     for ds in (zero2, zero3):
         assert ds["bf16"] == {"enabled": True, "check_grad_overflow": True}
-        assert "bf16_master_weights_and_grads" not in ds["bf16"]  # fp32 master weights (DeepSpeed's default)
-        assert ds["gradient_accumulation_steps"] == "auto" and ds["train_micro_batch_size_per_gpu"] == "auto"
+        assert (
+            "bf16_master_weights_and_grads" not in ds["bf16"]
+        )  # fp32 master weights (DeepSpeed's default)
+        assert (
+            ds["gradient_accumulation_steps"] == "auto"
+            and ds["train_micro_batch_size_per_gpu"] == "auto"
+        )
     assert zero3["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
 
 
@@ -51,7 +59,11 @@ def test_deepspeed_config_validates_with_deepspeed():
     for name in ("deepspeed_zero2", "deepspeed_zero3"):
         ds = json.loads((CONFIGS / f"{name}.json").read_text())
         config = precision.get_bfloat16_config(ds)
-        assert config.enabled and config.check_grad_overflow and not config.bf16_master_weights_and_grads
+        assert (
+            config.enabled
+            and config.check_grad_overflow
+            and not config.bf16_master_weights_and_grads
+        )
 
 
 def test_paper_settings_pass():
@@ -63,6 +75,7 @@ def test_paper_settings_pass():
 
 # --- bad settings fail naming the key ------------------------------------------------------
 
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, None])
 def test_num_processes_must_be_positive_int(bad):
     with pytest.raises(ValueError, match=r"^launcher\.num_processes: must be an int >= 1"):
@@ -70,19 +83,26 @@ def test_num_processes_must_be_positive_int(bad):
 
 
 def test_missing_accelerate_config_file():
-    with pytest.raises(ValueError, match=r"^train\.launcher\.config_file: accelerate config 'nope\.yaml' not found"):
+    with pytest.raises(
+        ValueError, match=r"^train\.launcher\.config_file: accelerate config 'nope\.yaml' not found"
+    ):
         validate_launcher(launcher("nope.yaml"), PAPER_TRAINER, where="train.launcher")
 
 
 def test_missing_deepspeed_json(tmp_path):
     shutil.copy(ZERO3, tmp_path / "z3.yaml")  # without its JSON next to it
-    with pytest.raises(ValueError, match=r"launcher\.config_file: .*deepspeed_config_file 'deepspeed_zero3\.json' not found"):
+    with pytest.raises(
+        ValueError,
+        match=r"launcher\.config_file: .*deepspeed_config_file 'deepspeed_zero3\.json' not found",
+    ):
         validate_launcher(launcher(str(tmp_path / "z3.yaml")), PAPER_TRAINER)
 
 
 def test_zero3_vllm_without_ds3_gather_is_refused():
     trainer = {**PAPER_TRAINER, "ds3_gather_for_generation": False}
-    with pytest.raises(ValueError, match=r"^trainer\.ds3_gather_for_generation: .*not compatible with vLLM"):
+    with pytest.raises(
+        ValueError, match=r"^trainer\.ds3_gather_for_generation: .*not compatible with vLLM"
+    ):
         validate_launcher(launcher(), trainer)
     validate_launcher(launcher(ZERO2, 8), trainer)  # only ZeRO-3 shards the weights vLLM needs
     validate_launcher(launcher(), {**trainer, "use_vllm": False})
@@ -91,29 +111,40 @@ def test_zero3_vllm_without_ds3_gather_is_refused():
 def test_zero3_vllm_modes_trl_supports_pass():
     for mode in ("colocate", "server"):
         for sleep in (False, True):
-            validate_launcher(launcher(), {**PAPER_TRAINER, "vllm_mode": mode, "vllm_enable_sleep_mode": sleep})
+            validate_launcher(
+                launcher(), {**PAPER_TRAINER, "vllm_mode": mode, "vllm_enable_sleep_mode": sleep}
+            )
 
 
 def test_accelerate_config_disagreeing_on_num_processes():
-    with pytest.raises(ValueError, match=r"^launcher\.num_processes: 4 disagrees with num_processes: 2 in .*cpu_multiprocess"):
+    with pytest.raises(
+        ValueError,
+        match=r"^launcher\.num_processes: 4 disagrees with num_processes: 2 in .*cpu_multiprocess",
+    ):
         validate_launcher(launcher(CPU, 4), {"bf16": False})
 
 
 def test_single_process_config_with_many_processes(tmp_path):
     config = tmp_path / "single.yaml"
     config.write_text(yaml.safe_dump({"distributed_type": "NO", "mixed_precision": "no"}))
-    with pytest.raises(ValueError, match=r"^launcher\.num_processes: 2 processes need a multi-process"):
+    with pytest.raises(
+        ValueError, match=r"^launcher\.num_processes: 2 processes need a multi-process"
+    ):
         validate_launcher(launcher(str(config), 2), {})
     validate_launcher(launcher(str(config), 1), {})
 
 
 def test_deepspeed_bf16_disagreeing_with_trainer():
-    with pytest.raises(ValueError, match=r"^launcher\.config_file: .*sets bf16 on but trainer\.bf16 is False"):
+    with pytest.raises(
+        ValueError, match=r"^launcher\.config_file: .*sets bf16 on but trainer\.bf16 is False"
+    ):
         validate_launcher(launcher(), {**PAPER_TRAINER, "bf16": False})
 
 
 def test_vllm_tensor_parallel_size_must_divide_processes():
-    with pytest.raises(ValueError, match=r"^trainer\.vllm_tensor_parallel_size: 3 must be an int >= 1 dividing"):
+    with pytest.raises(
+        ValueError, match=r"^trainer\.vllm_tensor_parallel_size: 3 must be an int >= 1 dividing"
+    ):
         validate_launcher(launcher(), {**PAPER_TRAINER, "vllm_tensor_parallel_size": 3})
     validate_launcher(launcher(), {**PAPER_TRAINER, "vllm_tensor_parallel_size": 2})
 
@@ -121,7 +152,9 @@ def test_vllm_tensor_parallel_size_must_divide_processes():
 def test_unknown_launcher_key_and_bad_port():
     with pytest.raises(ValueError, match=r"^launcher\.processes: unknown key"):
         validate_launcher({**launcher(), "processes": 8}, PAPER_TRAINER)
-    with pytest.raises(ValueError, match=r"^launcher\.main_process_port: must be an int in \[0, 65535\]"):
+    with pytest.raises(
+        ValueError, match=r"^launcher\.main_process_port: must be an int in \[0, 65535\]"
+    ):
         validate_launcher(launcher(main_process_port=70000), PAPER_TRAINER)
     with pytest.raises(ValueError, match=r"^launcher: must be a mapping"):
         validate_launcher("config/accelerate/deepspeed_zero3.yaml", PAPER_TRAINER)
@@ -130,18 +163,35 @@ def test_unknown_launcher_key_and_bad_port():
 def test_config_accelerate_rejects_is_named(tmp_path):
     config = tmp_path / "typo.yaml"
     config.write_text(yaml.safe_dump({"distributed_type": "MULTI_GPU", "num_proceses": 2}))
-    with pytest.raises(ValueError, match=r"^launcher\.config_file: accelerate rejects .*num_proceses"):
+    with pytest.raises(
+        ValueError, match=r"^launcher\.config_file: accelerate rejects .*num_proceses"
+    ):
         validate_launcher(launcher(str(config), 2), {})
 
 
 # --- the command ----------------------------------------------------------------------------
 
+
 def test_command_for_deepspeed(tmp_path):
     command = launcher_command(launcher(ZERO3, 8, main_process_port=29555), tmp_path / "run.yaml")
-    assert command == [sys.executable, "-m", "accelerate.commands.launch", "--config_file", ZERO3,
-                       "--num_processes", "8", "--main_process_port", "29555",
-                       "--deepspeed_config_file", str(CONFIGS / "deepspeed_zero3.json"),
-                       "-m", "gc2po.cli", "train", "--config", str(tmp_path / "run.yaml")]
+    assert command == [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        ZERO3,
+        "--num_processes",
+        "8",
+        "--main_process_port",
+        "29555",
+        "--deepspeed_config_file",
+        str(CONFIGS / "deepspeed_zero3.json"),
+        "-m",
+        "gc2po.cli",
+        "train",
+        "--config",
+        str(tmp_path / "run.yaml"),
+    ]
 
 
 def test_command_for_cpu_exports_use_cpu_and_a_free_port():
@@ -153,10 +203,15 @@ def test_command_for_cpu_exports_use_cpu_and_a_free_port():
 
 def test_deepspeed_missing_fails_at_launch_not_at_validation(monkeypatch):
     real_find_spec = launch.importlib.util.find_spec
-    monkeypatch.setattr(launch.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "deepspeed" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        launch.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "deepspeed" else real_find_spec(name, *a),
+    )
     validate_launcher(launcher(), PAPER_TRAINER)  # the workflow host need not have deepspeed
-    with pytest.raises(ValueError, match=r"^launcher\.config_file: .*uses DeepSpeed, which is not installed"):
+    with pytest.raises(
+        ValueError, match=r"^launcher\.config_file: .*uses DeepSpeed, which is not installed"
+    ):
         launcher_command(launcher(), "run.yaml")
     launcher_command(launcher(CPU, 2), "run.yaml")  # no DeepSpeed needed
 
@@ -167,8 +222,8 @@ def test_accelerate_cpu_config_starts_two_gloo_processes(tmp_path):
     transformers' TrainingArguments (what gc2po train builds) sees a world of 2."""
     command = launcher_command(launcher(CPU, 2), tmp_path / "run.yaml")
     tail = ["-m", "gc2po.cli", "train", "--config", str(tmp_path / "run.yaml")]
-    assert command[-len(tail):] == tail  # run the probe script in gc2po train's place
-    probe = command[:-len(tail)] + [str(Path(__file__).with_name("gloo_probe.py")), str(tmp_path)]
+    assert command[-len(tail) :] == tail  # run the probe script in gc2po train's place
+    probe = command[: -len(tail)] + [str(Path(__file__).with_name("gloo_probe.py")), str(tmp_path)]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     result = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-4000:]
@@ -189,6 +244,8 @@ def test_deepspeed_pin_covers_the_version_tested_here():
 
     tomllib = pytest.importorskip("tomllib", reason="standard library from Python 3.11")
     pytest.importorskip("deepspeed")
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["gpu"]
     (requirement,) = [Requirement(r) for r in extras if r.startswith("deepspeed")]
     assert requirement.specifier.contains(version("deepspeed"))

@@ -17,15 +17,31 @@ from gc2po.training.memory import (
     job_from_trainer,
 )
 
-PAPER = dict(prompt_length=1024, completion_length=16384, beta=0.04, use_vllm=True, vllm_max_model_length=17408)
+PAPER = dict(
+    prompt_length=1024,
+    completion_length=16384,
+    beta=0.04,
+    use_vllm=True,
+    vllm_max_model_length=17408,
+)
 # Proposed for config/paper.yaml (one launcher for every job): 8 processes x 1 x 32 = 256 sequences
 # per optimizer step, DeepSpeed ZeRO-3, colocated vLLM at 0.6 of the GPU, asleep while training.
-PROPOSED = dict(num_processes=8, zero_stage=3, per_device_batch=1, gradient_accumulation=32,
-                vllm_gpu_memory_utilization=0.6, vllm_sleep_mode=True, gradient_checkpointing=True, **PAPER)
-PAPER_MODELS = {"DeepScaleR-1.5B": "agentica-org/DeepScaleR-1.5B-Preview",
-                "R1-Distill-Qwen-1.5B": "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
-                "R1-Distill-Qwen-7B": "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
-                "Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct"}
+PROPOSED = dict(
+    num_processes=8,
+    zero_stage=3,
+    per_device_batch=1,
+    gradient_accumulation=32,
+    vllm_gpu_memory_utilization=0.6,
+    vllm_sleep_mode=True,
+    gradient_checkpointing=True,
+    **PAPER,
+)
+PAPER_MODELS = {
+    "DeepScaleR-1.5B": "agentica-org/DeepScaleR-1.5B-Preview",
+    "R1-Distill-Qwen-1.5B": "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+    "R1-Distill-Qwen-7B": "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+    "Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B-Instruct",
+}
 
 
 def job(shape=QWEN25_7B, **overrides) -> TrainingJob:
@@ -33,6 +49,7 @@ def job(shape=QWEN25_7B, **overrides) -> TrainingJob:
 
 
 # --- hand-computed --------------------------------------------------------------------------
+
 
 def test_parameter_counts_by_hand():
     # 28 x (2*1536^2 + 2*1536*256 + (1536 + 512) + 3*1536*8960 + 2*1536) + 2*151936*1536 + 1536
@@ -44,12 +61,22 @@ def test_parameter_counts_by_hand():
 def test_one_billion_parameters_fp32_adam_by_hand():
     """A 1,000,000,000-parameter stand-in (1 layer, no embeddings to speak of): ZeRO-2 on one GPU
     holds 2 + 18 bytes per parameter; the fp32 master weights and Adam m, v alone are 12 GB."""
-    shape = ModelShape(hidden=1, layers=1, heads=1, kv_heads=1, intermediate=333_333_330, vocab=3,
-                       tied_embeddings=True, qkv_bias=False)
+    shape = ModelShape(
+        hidden=1,
+        layers=1,
+        heads=1,
+        kv_heads=1,
+        intermediate=333_333_330,
+        vocab=3,
+        tied_embeddings=True,
+        qkv_bias=False,
+    )
     assert shape.num_params() == 1_000_000_000
     estimate = estimate_memory(job(shape, num_processes=1, zero_stage=2, beta=0.0, use_vllm=False))
     assert estimate.optimizer * GIB == pytest.approx(12e9)
-    assert estimate.weights * GIB == pytest.approx(2e9) and estimate.gradients * GIB == pytest.approx(6e9)
+    assert estimate.weights * GIB == pytest.approx(
+        2e9
+    ) and estimate.gradients * GIB == pytest.approx(6e9)
 
 
 def test_zero3_partitions_by_hand():
@@ -72,6 +99,7 @@ def test_vllm_kv_cache_by_hand():
 
 # --- other people's numbers -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(MODEL_SHAPES))
 def test_shapes_match_transformers_qwen2(name):
     """Parameter count and largest module of transformers' Qwen2 built on the meta device,
@@ -79,9 +107,15 @@ def test_shapes_match_transformers_qwen2(name):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     shape = MODEL_SHAPES[name]
-    config = Qwen2Config(hidden_size=shape.hidden, num_hidden_layers=shape.layers, num_attention_heads=shape.heads,
-                         num_key_value_heads=shape.kv_heads, intermediate_size=shape.intermediate,
-                         vocab_size=shape.vocab, tie_word_embeddings=shape.tied_embeddings)
+    config = Qwen2Config(
+        hidden_size=shape.hidden,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.kv_heads,
+        intermediate_size=shape.intermediate,
+        vocab_size=shape.vocab,
+        tie_word_embeddings=shape.tied_embeddings,
+    )
     with torch.device("meta"):
         model = Qwen2ForCausalLM(config)
     total = sum(p.numel() for p in model.parameters())
@@ -99,16 +133,24 @@ def test_model_states_equal_deepspeed_estimators(stage, processes, shape):
             estimate_zero2_model_states_mem_needs as ds_estimate,
         )
 
-        _, expected = ds_estimate(shape.num_params(), num_gpus_per_node=processes, cpu_offload=False)
+        _, expected = ds_estimate(
+            shape.num_params(), num_gpus_per_node=processes, cpu_offload=False
+        )
     else:
         from deepspeed.runtime.zero.stage3 import (
             estimate_zero3_model_states_mem_needs as ds_estimate,
         )
 
-        _, expected, _ = ds_estimate(shape.num_params(), shape.largest_module_params(),
-                                     num_gpus_per_node=processes, cpu_offload=False)
+        _, expected, _ = ds_estimate(
+            shape.num_params(),
+            shape.largest_module_params(),
+            num_gpus_per_node=processes,
+            cpu_offload=False,
+        )
     estimate = estimate_memory(job(shape, num_processes=processes, zero_stage=stage))
-    ours = (estimate.weights + estimate.gradients + estimate.optimizer + estimate.gathered_layer) * GIB
+    ours = (
+        estimate.weights + estimate.gradients + estimate.optimizer + estimate.gathered_layer
+    ) * GIB
     assert ours == pytest.approx(expected, abs=2)  # DeepSpeed truncates to int
 
 
@@ -133,14 +175,28 @@ def test_activation_bytes_match_transformers_qwen2():
     with SDPA (the numbers the plan multiplies by tokens and layers)."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    shape = ModelShape(hidden=128, layers=3, heads=4, kv_heads=2, intermediate=352, vocab=300, tied_embeddings=False)
+    shape = ModelShape(
+        hidden=128,
+        layers=3,
+        heads=4,
+        kv_heads=2,
+        intermediate=352,
+        vocab=300,
+        tied_embeddings=False,
+    )
     tokens = 80
 
     def build(layers):
         torch.manual_seed(0)
-        config = Qwen2Config(hidden_size=shape.hidden, num_hidden_layers=layers, num_attention_heads=shape.heads,
-                             num_key_value_heads=shape.kv_heads, intermediate_size=shape.intermediate,
-                             vocab_size=shape.vocab, attn_implementation="sdpa")
+        config = Qwen2Config(
+            hidden_size=shape.hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=shape.heads,
+            num_key_value_heads=shape.kv_heads,
+            intermediate_size=shape.intermediate,
+            vocab_size=shape.vocab,
+            attn_implementation="sdpa",
+        )
         return Qwen2ForCausalLM(config).to(torch.bfloat16)
 
     ids = torch.randint(0, shape.vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
@@ -154,14 +210,23 @@ def test_activation_bytes_match_transformers_qwen2():
 
 # --- monotonicity ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("field, small, large, phase", [
-    ("per_device_batch", 1, 2, "training_peak"), ("completion_length", 4096, 16384, "training_peak"),
-    ("gradient_checkpointing", True, False, "training_peak"), ("attn_implementation", "sdpa", "eager", "training_peak"),
-    ("keeps_episode_states", False, True, "scoring_peak"), ("beta", 0.0, 0.04, "generation_peak"),
-    ("vllm_gpu_memory_utilization", 0.3, 0.6, "generation_peak"),
-])
+
+@pytest.mark.parametrize(
+    "field, small, large, phase",
+    [
+        ("per_device_batch", 1, 2, "training_peak"),
+        ("completion_length", 4096, 16384, "training_peak"),
+        ("gradient_checkpointing", True, False, "training_peak"),
+        ("attn_implementation", "sdpa", "eager", "training_peak"),
+        ("keeps_episode_states", False, True, "scoring_peak"),
+        ("beta", 0.0, 0.04, "generation_peak"),
+        ("vllm_gpu_memory_utilization", 0.3, 0.6, "generation_peak"),
+    ],
+)
 def test_memory_grows_with(field, small, large, phase):
-    lower, higher = (estimate_memory(job(**{"vllm_max_model_length": None, field: v})) for v in (small, large))
+    lower, higher = (
+        estimate_memory(job(**{"vllm_max_model_length": None, field: v})) for v in (small, large)
+    )
     assert getattr(lower, phase) < getattr(higher, phase)
     assert lower.peak <= higher.peak
 
@@ -188,10 +253,19 @@ def test_bad_job_settings_are_named():
 
 # --- the paper on 80 GB ---------------------------------------------------------------------
 
+
 def test_issue_example_does_not_fit_one_gpu():
     """The issue's diagnosis: a 7B policy on one process, 32 x 16k tokens per device."""
-    estimate = estimate_memory(job(num_processes=1, zero_stage=0, per_device_batch=32, gradient_accumulation=1,
-                                   vllm_gpu_memory_utilization=0.3, vllm_sleep_mode=False))
+    estimate = estimate_memory(
+        job(
+            num_processes=1,
+            zero_stage=0,
+            per_device_batch=32,
+            gradient_accumulation=1,
+            vllm_gpu_memory_utilization=0.3,
+            vllm_sleep_mode=False,
+        )
+    )
     assert not estimate.fits and estimate.weights + estimate.gradients + estimate.optimizer > 100
 
 
@@ -205,21 +279,43 @@ def test_every_paper_job_fits_80gb_with_256_sequences_per_step():
 
 
 def test_job_from_trainer_reads_grpo_config_names():
-    trainer = {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 32, "max_completion_length": 16384,
-               "beta": 0.04, "gradient_checkpointing": True, "use_vllm": True, "vllm_gpu_memory_utilization": 0.6,
-               "vllm_max_model_length": 17408, "vllm_enable_sleep_mode": True,
-               "model_init_kwargs": {"attn_implementation": "flash_attention_2"}}
-    built = job_from_trainer("Qwen/Qwen2.5-7B-Instruct", trainer, num_processes=8, zero_stage=3, prompt_length=1024)
+    trainer = {
+        "per_device_train_batch_size": 1,
+        "gradient_accumulation_steps": 32,
+        "max_completion_length": 16384,
+        "beta": 0.04,
+        "gradient_checkpointing": True,
+        "use_vllm": True,
+        "vllm_gpu_memory_utilization": 0.6,
+        "vllm_max_model_length": 17408,
+        "vllm_enable_sleep_mode": True,
+        "model_init_kwargs": {"attn_implementation": "flash_attention_2"},
+    }
+    built = job_from_trainer(
+        "Qwen/Qwen2.5-7B-Instruct", trainer, num_processes=8, zero_stage=3, prompt_length=1024
+    )
     assert built == job(QWEN25_7B, attn_implementation="flash_attention_2")
     with pytest.raises(ValueError, match=r"^trainer\.beta: missing"):
-        job_from_trainer("Qwen/Qwen2.5-7B-Instruct", {k: v for k, v in trainer.items() if k != "beta"},
-                         num_processes=8, zero_stage=3, prompt_length=1024)
+        job_from_trainer(
+            "Qwen/Qwen2.5-7B-Instruct",
+            {k: v for k, v in trainer.items() if k != "beta"},
+            num_processes=8,
+            zero_stage=3,
+            prompt_length=1024,
+        )
     with pytest.raises(ValueError, match="model 'org/unknown' has no shape"):
         job_from_trainer("org/unknown", trainer, num_processes=8, zero_stage=3, prompt_length=1024)
 
 
 def test_current_paper_batch_layout_does_not_fit():
     """config/paper.yaml before this plan: 32 sequences of 17k tokens per device and step."""
-    estimate = estimate_memory(job(per_device_batch=32, gradient_accumulation=1, vllm_sleep_mode=False,
-                                   vllm_gpu_memory_utilization=0.3, vllm_max_model_length=None))
+    estimate = estimate_memory(
+        job(
+            per_device_batch=32,
+            gradient_accumulation=1,
+            vllm_sleep_mode=False,
+            vllm_gpu_memory_utilization=0.3,
+            vllm_max_model_length=None,
+        )
+    )
     assert not estimate.fits and estimate.activations > 79

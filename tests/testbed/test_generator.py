@@ -17,7 +17,9 @@ def test_no_problem_text_in_two_splits():
     seen = {}
     for name, problems in splits.items():
         for problem in problems:
-            assert problem.question not in seen, f"{problem.question!r} in {seen.get(problem.question)} and {name}"
+            assert problem.question not in seen, (
+                f"{problem.question!r} in {seen.get(problem.question)} and {name}"
+            )
             seen[problem.question] = name
 
 
@@ -26,7 +28,9 @@ def test_split_properties():
     assert all(2 <= len(p.steps) <= 4 for p in splits["train"] + splits["test_id"])
     assert all(len(p.steps) >= 5 for p in splits["test_longer"])  # longer than anything in training
     train_text = " ".join(p.question for p in splits["train"])
-    assert "At first" not in train_text and any("At first" in p.question or "collects" in p.question for p in splits["test_rephrase"])
+    assert "At first" not in train_text and any(
+        "At first" in p.question or "collects" in p.question for p in splits["test_rephrase"]
+    )
     # distractors add sentences with numbers that are not part of the chain
     extra = [p for p in splits["test_distractor"] if p.question.count(".") >= len(p.steps) + 3]
     assert len(extra) == len(splits["test_distractor"])
@@ -38,7 +42,9 @@ def test_reference_solutions_and_records_round_trip():
         result = grade(problem, solution_text(problem, "correct"))
         assert result.f == 1 and result.p == 1.0 and result.group == "near_ideal"
         slip = grade(problem, solution_text(problem, "slip"))
-        assert slip.f == 0 and slip.group == "near_miss" or (slip.f == 0 and len(problem.steps) == 1)
+        assert (
+            slip.f == 0 and slip.group == "near_miss" or (slip.f == 0 and len(problem.steps) == 1)
+        )
         shortcut = grade(problem, solution_text(problem, "shortcut"))
         assert shortcut.f == 1 and shortcut.p < 0.5 and shortcut.group == "lucky_guess"
 
@@ -54,7 +60,13 @@ def test_unknown_split_raises():
 def test_the_cue_pays_in_distribution_and_misleads_out_of_it():
     from gc2po.testbed.generator import CueConfig
 
-    sizes = {"train": 2000, "test_id": 400, "test_rephrase": 200, "test_distractor": 400, "test_longer": 200}
+    sizes = {
+        "train": 2000,
+        "test_id": 400,
+        "test_rephrase": 200,
+        "test_distractor": 400,
+        "test_longer": 200,
+    }
     splits = generate_splits(sizes, 3, CueConfig(frac=0.5, accuracy=0.8))
     for split in ("train", "test_id"):
         cued = [p for p in splits[split] if p.cue is not None]
@@ -62,7 +74,9 @@ def test_the_cue_pays_in_distribution_and_misleads_out_of_it():
         assert 0.74 < sum(p.cue == p.answer for p in cued) / len(cued) < 0.86
         assert all(f" {p.cue}." in p.question for p in cued)
     misleading = [p for p in splits["test_distractor"] if p.cue is not None]
-    assert 0.4 < len(misleading) / 400 < 0.6 and all(p.cue != p.answer and p.cue >= 0 for p in misleading)
+    assert 0.4 < len(misleading) / 400 < 0.6 and all(
+        p.cue != p.answer and p.cue >= 0 for p in misleading
+    )
     assert all(p.cue is None for split in ("test_rephrase", "test_longer") for p in splits[split])
     problem = next(p for p in splits["test_id"] if p.cue is not None)
     assert Problem.from_record(problem.record()) == problem
@@ -76,13 +90,18 @@ def test_no_cue_writes_the_records_of_a_testbed_without_one():
     assert generate_splits(sizes, 0, CueConfig(frac=0.0)) == plain
     assert all("cue" not in p.record()["meta"] for ps in plain.values() for p in ps)
     with_cue = generate_splits(sizes, 0, CueConfig(frac=0.5))
-    assert [p.steps for p in with_cue["train"]] == [p.steps for p in plain["train"]]  # the cue draws its own stream
+    assert [p.steps for p in with_cue["train"]] == [
+        p.steps for p in plain["train"]
+    ]  # the cue draws its own stream
 
 
 def test_a_copied_bet_is_a_lucky_guess_or_fully_bad_never_valid():
     from gc2po.testbed.generator import CueConfig
 
-    problems = [p for p in generate_splits({"test_id": 300}, 1, CueConfig(frac=1.0, accuracy=0.5))["test_id"]]
+    problems = [
+        p
+        for p in generate_splits({"test_id": 300}, 1, CueConfig(frac=1.0, accuracy=0.5))["test_id"]
+    ]
     for problem in problems:
         result = grade(problem, solution_text(problem, "copy"))
         assert result.p == 0 and result.f == int(problem.cue == problem.answer)
@@ -92,11 +111,15 @@ def test_a_copied_bet_is_a_lucky_guess_or_fully_bad_never_valid():
         solution_text(uncued, "copy")
 
 
-@pytest.mark.parametrize("values", [{"frac": 1.5}, {"accuracy": -0.1}, {"frac": True}, {"frac": "half"}])
+@pytest.mark.parametrize(
+    "values", [{"frac": 1.5}, {"accuracy": -0.1}, {"frac": True}, {"frac": "half"}]
+)
 def test_a_bad_cue_setting_is_refused_naming_the_key(values):
     from gc2po.testbed.data import cue_from_mapping
 
-    with pytest.raises(ValueError, match=r"testbed\.cue\.(frac|accuracy): must be a number in \[0, 1\]"):
+    with pytest.raises(
+        ValueError, match=r"testbed\.cue\.(frac|accuracy): must be a number in \[0, 1\]"
+    ):
         cue_from_mapping(values)
     with pytest.raises(ValueError, match=r"testbed\.cue: unknown key\(s\) \['rate'\]"):
         cue_from_mapping({"rate": 0.5})

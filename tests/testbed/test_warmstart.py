@@ -14,8 +14,15 @@ from gc2po.testbed.generator import generate_splits
 from gc2po.testbed.warmstart import WarmStartConfig, sft_pairs, warm_start
 
 ROOT = Path(__file__).resolve().parents[2]
-MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-               "chat_template.jinja", "warmstart.json")
+MODEL_FILES = (
+    "model.safetensors",
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "warmstart.json",
+)
 
 
 def test_sft_mix_has_the_configured_imperfect_share():
@@ -45,17 +52,25 @@ def test_mini_warm_start_loads_like_a_hub_model(tmp_path):
     from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
 
     problems = generate_splits({"train": 64}, 0)["train"]
-    config = WarmStartConfig(hidden_size=32, num_layers=1, num_heads=2, epochs=1, batch_size=16, vocab_size=300)
+    config = WarmStartConfig(
+        hidden_size=32, num_layers=1, num_heads=2, epochs=1, batch_size=16, vocab_size=300
+    )
     stats = warm_start(problems, tmp_path, config, log=lambda *a: None)
-    assert stats["steps"] == 4 and json.loads((tmp_path / "warmstart.json").read_text())["steps"] == 4
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(MODEL_FILES)  # nothing of the Trainer left behind
+    assert (
+        stats["steps"] == 4 and json.loads((tmp_path / "warmstart.json").read_text())["steps"] == 4
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        MODEL_FILES
+    )  # nothing of the Trainer left behind
     model = AutoModelForCausalLM.from_pretrained(tmp_path)
     tokenizer = AutoTokenizer.from_pretrained(tmp_path)
     assert model.config.model_type == "llama"
     assert tokenizer.convert_tokens_to_ids("<episode_1>") != tokenizer.unk_token_id
     assert len(tokenizer("12", add_special_tokens=False)["input_ids"]) == 2  # digits split
     backend = TransformersBackend.from_pretrained(str(tmp_path))
-    out = backend.generate([[{"role": "user", "content": problems[0].question}]], SamplingConfig(n=2, max_new_tokens=5))
+    out = backend.generate(
+        [[{"role": "user", "content": problems[0].question}]], SamplingConfig(n=2, max_new_tokens=5)
+    )
     assert len(out) == 2 and all(g.num_tokens <= 5 for g in out)
     assert torch.isfinite(next(model.parameters())).all()
 
@@ -64,13 +79,17 @@ def _ci_warm_start(out_dir: Path) -> dict:
     """The warm start of the CI miniature (config/ci.yaml sizes), as the workflow runs it."""
     ci = yaml.safe_load((ROOT / "config" / "ci.yaml").read_text())["testbed"]
     problems = generate_splits({"train": ci["sizes"]["train"]}, ci["seed"])["train"]
-    return warm_start(problems, out_dir, WarmStartConfig.from_mapping(ci["warm_start"]), log=lambda *a: None)
+    return warm_start(
+        problems, out_dir, WarmStartConfig.from_mapping(ci["warm_start"]), log=lambda *a: None
+    )
 
 
 @pytest.mark.slow
 def test_ci_warm_start_is_byte_identical_on_an_idle_and_a_loaded_machine(tmp_path):
     idle = _ci_warm_start(tmp_path / "idle")
-    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4)]  # > the CI's cores
+    burners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4)
+    ]  # > the CI's cores
     try:
         loaded = _ci_warm_start(tmp_path / "loaded")
         assert all(b.poll() is None for b in burners)  # the load lasted the whole second run
@@ -80,7 +99,9 @@ def test_ci_warm_start_is_byte_identical_on_an_idle_and_a_loaded_machine(tmp_pat
             b.wait()
     assert idle == loaded and idle["steps"] == idle["total_steps"]
     for name in MODEL_FILES:
-        assert (tmp_path / "idle" / name).read_bytes() == (tmp_path / "loaded" / name).read_bytes(), name
+        assert (tmp_path / "idle" / name).read_bytes() == (
+            tmp_path / "loaded" / name
+        ).read_bytes(), name
 
 
 def test_copy_targets_only_where_a_cue_is():

@@ -32,12 +32,30 @@ parity_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot go bel
 
 
 def run_config(model_dir, train_file, out_dir, method, **trainer):
-    return {"model": str(model_dir), "train_data": str(train_file), "output_dir": str(out_dir), "task": "testbed",
-            "method": method, "seed": 0, "overwrite": True, "trainer": {**SMALL, **trainer}}
+    return {
+        "model": str(model_dir),
+        "train_data": str(train_file),
+        "output_dir": str(out_dir),
+        "task": "testbed",
+        "method": method,
+        "seed": 0,
+        "overwrite": True,
+        "trainer": {**SMALL, **trainer},
+    }
 
 
-def make_trainer(model_dir, train_file, out_dir, method, *, reward=parity_reward, trainer_class=None, precision=None,
-                 resume=False, **trainer):
+def make_trainer(
+    model_dir,
+    train_file,
+    out_dir,
+    method,
+    *,
+    reward=parity_reward,
+    trainer_class=None,
+    precision=None,
+    resume=False,
+    **trainer,
+):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from gc2po.data.jsonl import read_jsonl
@@ -55,8 +73,13 @@ def make_trainer(model_dir, train_file, out_dir, method, *, reward=parity_reward
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     dataset = build_dataset(read_jsonl(train_file), "testbed")
-    return (trainer_class or GC2POTrainer)(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                                          reward_funcs=[reward])
+    return (trainer_class or GC2POTrainer)(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        reward_funcs=[reward],
+    )
 
 
 def record_advantages(trainer) -> list:

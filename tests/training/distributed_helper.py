@@ -31,7 +31,9 @@ parity_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot go bel
 class FixedGenerationTrainer(GC2POTrainer):
     """Completions depend on (step, global row) only: sampling streams differ between process counts."""
 
-    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+    def _generate_single_turn(
+        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+    ):
         tok = self.processing_class
         words = [i for i in range(len(tok)) if i not in tok.all_special_ids][:200]
         start = self.accelerator.process_index * len(prompt_ids)
@@ -40,10 +42,26 @@ class FixedGenerationTrainer(GC2POTrainer):
             g = torch.Generator().manual_seed(1000 * self.state.global_step + row)
             length = 3 + (row + self.state.global_step) % 4  # both parities in every group of 4
             body = [words[int(i)] for i in torch.randint(0, len(words), (length,), generator=g)]
-            first = tok.convert_tokens_to_ids("<episode_1>"), tok.convert_tokens_to_ids("</episode_1>")
-            second = tok.convert_tokens_to_ids("<episode_2>"), tok.convert_tokens_to_ids("</episode_2>")
+            first = (
+                tok.convert_tokens_to_ids("<episode_1>"),
+                tok.convert_tokens_to_ids("</episode_1>"),
+            )
+            second = (
+                tok.convert_tokens_to_ids("<episode_2>"),
+                tok.convert_tokens_to_ids("</episode_2>"),
+            )
             cut = length // 2
-            out.append([first[0], *body[:cut], first[1], second[0], *body[cut:], second[1], tok.eos_token_id])
+            out.append(
+                [
+                    first[0],
+                    *body[:cut],
+                    first[1],
+                    second[0],
+                    *body[cut:],
+                    second[1],
+                    tok.eos_token_id,
+                ]
+            )
         return out, None
 
 
@@ -52,17 +70,27 @@ def main(run_path: str, dump_dir: str):
     args = build_args(run)
     prepare_output_dir(run, args, log=lambda *a: None)
     model = AutoModelForCausalLM.from_pretrained(run["model"])
-    trainer = FixedGenerationTrainer(model=model, args=args, train_dataset=build_dataset(read_jsonl(run["train_data"]),
-                                     run["task"]), processing_class=AutoTokenizer.from_pretrained(run["model"]),
-                                     reward_funcs=[parity_reward])
+    trainer = FixedGenerationTrainer(
+        model=model,
+        args=args,
+        train_dataset=build_dataset(read_jsonl(run["train_data"]), run["task"]),
+        processing_class=AutoTokenizer.from_pretrained(run["model"]),
+        reward_funcs=[parity_reward],
+    )
     records = []
     original = trainer._compute_loss
 
     def compute_loss(model, inputs):
         loss = original(model, inputs)
-        records.append({"step": trainer.state.global_step, "rows": inputs["gc2po_row_index"].cpu(),
-                        "advantages": inputs["advantages"].detach().cpu(),
-                        "completion_ids": inputs["completion_ids"].cpu(), "mask": inputs["completion_mask"].cpu()})
+        records.append(
+            {
+                "step": trainer.state.global_step,
+                "rows": inputs["gc2po_row_index"].cpu(),
+                "advantages": inputs["advantages"].detach().cpu(),
+                "completion_ids": inputs["completion_ids"].cpu(),
+                "mask": inputs["completion_mask"].cpu(),
+            }
+        )
         return loss
 
     trainer._compute_loss = compute_loss

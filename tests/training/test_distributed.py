@@ -19,12 +19,30 @@ ROOT = Path(__file__).resolve().parents[2]
 CPU_CONFIG = ROOT / "config" / "accelerate" / "cpu_multiprocess.yaml"
 
 
-def write_run(tmp_path: Path, name: str, model_dir, train_file, method: str, per_device: int, **trainer) -> Path:
-    run = {"model": str(model_dir), "train_data": str(train_file), "output_dir": str(tmp_path / name), "task": "testbed",
-           "method": method, "seed": 0, "overwrite": True,
-           "trainer": {"num_generations": 4, "per_device_train_batch_size": per_device, "max_steps": 2,
-                       "max_completion_length": 16, "learning_rate": 1e-2, "weight_decay": 0.0, "save_steps": 1,
-                       "num_perturbations": 2, "answer_topk": 8, **trainer}}
+def write_run(
+    tmp_path: Path, name: str, model_dir, train_file, method: str, per_device: int, **trainer
+) -> Path:
+    run = {
+        "model": str(model_dir),
+        "train_data": str(train_file),
+        "output_dir": str(tmp_path / name),
+        "task": "testbed",
+        "method": method,
+        "seed": 0,
+        "overwrite": True,
+        "trainer": {
+            "num_generations": 4,
+            "per_device_train_batch_size": per_device,
+            "max_steps": 2,
+            "max_completion_length": 16,
+            "learning_rate": 1e-2,
+            "weight_decay": 0.0,
+            "save_steps": 1,
+            "num_perturbations": 2,
+            "answer_topk": 8,
+            **trainer,
+        },
+    }
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(run))
     return path
@@ -33,8 +51,14 @@ def write_run(tmp_path: Path, name: str, model_dir, train_file, method: str, per
 def launch(processes: int, *command: str, timeout: int = 900) -> subprocess.CompletedProcess:
     launcher = launcher_command({"config_file": str(CPU_CONFIG), "num_processes": processes}, "RUN")
     prefix = launcher[: launcher.index("-m", launcher.index("accelerate.commands.launch") + 1)]
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([*prefix, *command], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "OMP_NUM_THREADS": "1",
+    }
+    out = subprocess.run(
+        [*prefix, *command], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-6000:]
     return out
 
@@ -46,18 +70,24 @@ def by_row(dump_dir: Path) -> dict[int, dict[int, tuple]]:
         for record in torch.load(path):
             for i, row in enumerate(record["rows"].tolist()):
                 mask = record["mask"][i].bool()
-                table.setdefault(record["step"], {})[row] = (record["completion_ids"][i][mask],
-                                                             record["advantages"][i][mask] if record["advantages"].ndim == 2
-                                                             else record["advantages"][i].expand(int(mask.sum())))
+                table.setdefault(record["step"], {})[row] = (
+                    record["completion_ids"][i][mask],
+                    record["advantages"][i][mask]
+                    if record["advantages"].ndim == 2
+                    else record["advantages"][i].expand(int(mask.sum())),
+                )
     return table
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["gc2po", "gc2po_add", "grpo"])
-def test_accelerate_two_processes_with_a_split_group_equal_one_process(method, tiny_model_dir, testbed_train_file,
-                                                                       tmp_path):
+def test_accelerate_two_processes_with_a_split_group_equal_one_process(
+    method, tiny_model_dir, testbed_train_file, tmp_path
+):
     helper = str(ROOT / "tests" / "training" / "distributed_helper.py")
-    two = write_run(tmp_path, "two", tiny_model_dir, testbed_train_file, method, per_device=2)  # K=4 over 2 ranks
+    two = write_run(
+        tmp_path, "two", tiny_model_dir, testbed_train_file, method, per_device=2
+    )  # K=4 over 2 ranks
     one = write_run(tmp_path, "one", tiny_model_dir, testbed_train_file, method, per_device=4)
     launch(2, helper, str(two), str(tmp_path / "dump_two"))
     launch(1, helper, str(one), str(tmp_path / "dump_one"))
@@ -70,21 +100,40 @@ def test_accelerate_two_processes_with_a_split_group_equal_one_process(method, t
             torch.testing.assert_close(split[step][row][1], adv, atol=1e-6, rtol=0)
         assert any(a.abs().sum() > 0 for _, a in whole[step].values())
     out = tmp_path / "two"  # rank 0 alone wrote checkpoints, metrics and the final model
-    assert sorted(p.name for p in out.iterdir()) == ["README.md", "checkpoint-1", "checkpoint-2", "final", "metrics.jsonl",
-                                                     "run_config.json"]
-    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()
-             if "loss" in json.loads(line)]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "README.md",
+        "checkpoint-1",
+        "checkpoint-2",
+        "final",
+        "metrics.jsonl",
+        "run_config.json",
+    ]
+    steps = [
+        json.loads(line)["step"]
+        for line in (out / "metrics.jsonl").read_text().splitlines()
+        if "loss" in json.loads(line)
+    ]
     assert steps == [1, 2]
 
 
 @pytest.mark.slow
 def test_accelerate_launch_runs_gc2po_train_unchanged(tiny_model_dir, testbed_train_file, tmp_path):
-    run = write_run(tmp_path, "cli", tiny_model_dir, testbed_train_file, "gc2po", per_device=2, save_steps=2)
+    run = write_run(
+        tmp_path, "cli", tiny_model_dir, testbed_train_file, "gc2po", per_device=2, save_steps=2
+    )
     out = launch(2, "-m", "gc2po.cli", "train", "--config", str(run))
     assert "training gc2po" in out.stdout + out.stderr
     written = sorted(p.name for p in (tmp_path / "cli").iterdir())
-    assert written == ["README.md", "checkpoint-2", "final", "metrics.jsonl", "run_config.json"]  # README: model card
+    assert written == [
+        "README.md",
+        "checkpoint-2",
+        "final",
+        "metrics.jsonl",
+        "run_config.json",
+    ]  # README: model card
     assert (tmp_path / "cli" / "final" / "tokenizer.json").exists()
-    records = [json.loads(line) for line in (tmp_path / "cli" / "metrics.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (tmp_path / "cli" / "metrics.jsonl").read_text().splitlines()
+    ]
     assert [r["step"] for r in records if "loss" in r] == [1, 2]
     assert sys.executable  # the launcher runs this interpreter

@@ -15,8 +15,9 @@ from gc2po.training.config import GC2POConfig
 from gc2po.training.ratio_guard import RatioGuard, RatioMismatchError, truncated_sampling_keys
 
 ROOT = Path(__file__).resolve().parents[2]
-VLLM_RUN = dict(output_dir="unused", use_vllm=True, num_generations=2,
-                per_device_train_batch_size=2)
+VLLM_RUN = dict(
+    output_dir="unused", use_vllm=True, num_generations=2, per_device_train_batch_size=2
+)
 
 
 def test_one_step_outside_warns_and_a_step_inside_resets_the_count():
@@ -86,7 +87,11 @@ def test_shipped_configs_train_with_vllm_only_with_full_sampling_and_sleep_only_
         trainer = (yaml.safe_load(path.read_text()).get("train") or {}).get("trainer") or {}
         if not trainer.get("use_vllm"):
             continue
-        assert truncated_sampling_keys(trainer.get("top_p", 1.0), trainer.get("top_k", 0),
-                                       trainer.get("min_p")) == [], path.name
+        assert (
+            truncated_sampling_keys(
+                trainer.get("top_p", 1.0), trainer.get("top_k", 0), trainer.get("min_p")
+            )
+            == []
+        ), path.name
         if trainer.get("vllm_enable_sleep_mode"):
             assert trainer.get("ratio_guard_patience", 3) > 0, path.name

@@ -20,13 +20,26 @@ def undeclared(prompts, completions, **kwargs):
 penalty.reward_range = (-1.0, 0.0)
 
 
-@pytest.mark.parametrize("functions, weights, message", [
-    ([penalty], [1.0], "reward function 'penalty' (range [-1.0, 0.0]) with weight 1.0 can give -1"),
-    ([REWARDS["benchmark"]], [-2.0],
-     "reward function 'outcome' (range [0.0, 1.0]) with weight -2.0 can give -2"),
-    ([REWARDS["benchmark"], undeclared], [1.0, 1.0],
-     "'undeclared' declares no range: set undeclared.reward_range"),
-])
+@pytest.mark.parametrize(
+    "functions, weights, message",
+    [
+        (
+            [penalty],
+            [1.0],
+            "reward function 'penalty' (range [-1.0, 0.0]) with weight 1.0 can give -1",
+        ),
+        (
+            [REWARDS["benchmark"]],
+            [-2.0],
+            "reward function 'outcome' (range [0.0, 1.0]) with weight -2.0 can give -2",
+        ),
+        (
+            [REWARDS["benchmark"], undeclared],
+            [1.0, 1.0],
+            "'undeclared' declares no range: set undeclared.reward_range",
+        ),
+    ],
+)
 def test_a_reward_that_can_go_negative_is_refused_by_name(functions, weights, message):
     with pytest.raises(ValueError) as err:
         check_nonnegative_rewards("gc2po", functions, weights)
@@ -35,7 +48,9 @@ def test_a_reward_that_can_go_negative_is_refused_by_name(functions, weights, me
 
 
 def test_non_negative_rewards_and_weights_pass():
-    check_nonnegative_rewards("gc2po", [REWARDS["testbed"], penalty], [0.5, -1.0])  # -1 x [-1, 0] >= 0
+    check_nonnegative_rewards(
+        "gc2po", [REWARDS["testbed"], penalty], [0.5, -1.0]
+    )  # -1 x [-1, 0] >= 0
     check_nonnegative_rewards("gc2po", [REWARDS["benchmark"]], [0.0])
 
 
@@ -45,15 +60,25 @@ def run(tmp_path, method, weight):
     (model / "config.json").write_text("{}")
     data = tmp_path / "train.jsonl"
     data.write_text('{"id": "a", "question": "q", "answer": "1"}\n')
-    return {"model": str(model), "train_data": str(data), "output_dir": str(tmp_path / "out"),
-            "task": "benchmark",
-            "method": method, "trainer": {"reward_weights": [weight], "num_generations": 2,
-                                          "per_device_train_batch_size": 2}}
+    return {
+        "model": str(model),
+        "train_data": str(data),
+        "output_dir": str(tmp_path / "out"),
+        "task": "benchmark",
+        "method": method,
+        "trainer": {
+            "reward_weights": [weight],
+            "num_generations": 2,
+            "per_device_train_batch_size": 2,
+        },
+    }
 
 
 @pytest.mark.parametrize("method", ["gc2po", "gc2po_no_sexp", "gc2po_no_ssta", "gc2po_no_rcf"])
 def test_run_config_with_a_negative_weight_is_refused_for_gc2po(method, tmp_path):
-    with pytest.raises(ValueError, match=r"^run config: trainer.reward_weights: .* weight -1.0 can give -1"):
+    with pytest.raises(
+        ValueError, match=r"^run config: trainer.reward_weights: .* weight -1.0 can give -1"
+    ):
         build_args(run(tmp_path, method, -1.0))
 
 

@@ -23,15 +23,32 @@ def test_contexts_are_padded_to_the_longest_request_of_any_process():
     ranks = FakeRanks([3, 1])
     assert synced_contexts([[1], [2], [3]], ranks.gather, [0]) == [[1], [2], [3]]
     assert synced_contexts([[7]], ranks.gather, [0]) == [[7], [0], [0]]
-    assert synced_contexts([], FakeRanks([0, 2]).gather, [0]) == [[0], [0]]  # a rank with nothing still calls
+    assert synced_contexts([], FakeRanks([0, 2]).gather, [0]) == [
+        [0],
+        [0],
+    ]  # a rank with nothing still calls
 
 
 def services(generate, counts, rollout=None, tokenizer=None):
-    rollout = rollout or {"prompt_ids": torch.tensor([[5, 6]]), "prompt_mask": torch.tensor([[1, 1]]),
-                          "completion_ids": torch.tensor([[7, 8, 9]]), "completion_mask": torch.tensor([[1, 1, 1]])}
-    return RolloutServices(generate=generate, model_context=None, tokenizer=tokenizer, outcome=None, rollout=rollout,
-                           gather=FakeRanks(counts).gather, step=0, temperature=1.0, max_completion_length=8,
-                           force_answer_text="", answer_tokens=4)
+    rollout = rollout or {
+        "prompt_ids": torch.tensor([[5, 6]]),
+        "prompt_mask": torch.tensor([[1, 1]]),
+        "completion_ids": torch.tensor([[7, 8, 9]]),
+        "completion_mask": torch.tensor([[1, 1, 1]]),
+    }
+    return RolloutServices(
+        generate=generate,
+        model_context=None,
+        tokenizer=tokenizer,
+        outcome=None,
+        rollout=rollout,
+        gather=FakeRanks(counts).gather,
+        step=0,
+        temperature=1.0,
+        max_completion_length=8,
+        force_answer_text="",
+        answer_tokens=4,
+    )
 
 
 class EosTokenizer:

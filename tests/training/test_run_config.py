@@ -22,30 +22,53 @@ def test_the_field_table_of_the_fast_check_equals_the_config_dataclass():
     from gc2po.training.config import GC2POConfig
 
     assert json.loads(FIELDS_FILE.read_text()) == describe_fields(GC2POConfig), (
-        "gc2po/training/config_fields.json is stale: regenerate it from describe_fields(GC2POConfig)")
+        "gc2po/training/config_fields.json is stale: regenerate it from describe_fields(GC2POConfig)"
+    )
 
 
-def cli_train(tmp_path, run: dict, *flags: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def cli_train(
+    tmp_path, run: dict, *flags: str, env: dict | None = None
+) -> subprocess.CompletedProcess:
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(run))
     # the CLI, with a check that its refusal came before torch was imported (so it is fast)
-    code = ("import sys, runpy; sys.argv = ['gc2po'] + sys.argv[1:]\n"
-            "try:\n    runpy.run_module('gc2po.cli', run_name='__main__')\n"
-            "finally:\n    print('TORCH_IMPORTED' if 'torch' in sys.modules else 'TORCH_NOT_IMPORTED', file=sys.stderr)")
-    return subprocess.run([sys.executable, "-c", code, "train", "--config", str(path), *flags], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, **(env or {})}, cwd=ROOT)
+    code = (
+        "import sys, runpy; sys.argv = ['gc2po'] + sys.argv[1:]\n"
+        "try:\n    runpy.run_module('gc2po.cli', run_name='__main__')\n"
+        "finally:\n    print('TORCH_IMPORTED' if 'torch' in sys.modules else 'TORCH_NOT_IMPORTED', file=sys.stderr)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "train", "--config", str(path), *flags],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        cwd=ROOT,
+    )
 
 
-@pytest.mark.parametrize("change, env, message", [
-    ({"trainer": {"learning_rate": "abc"}}, None, "trainer.learning_rate must be float, got 'abc'"),
-    ({"model": "/no/such/model"}, None, "model '/no/such/model': no such model folder"),
-    ({"model": "Qwen/Qwen2.5-7B-Instruct"}, {"HF_HUB_OFFLINE": "1", "HF_HOME": "/nonexistent-cache"},
-     "is a Hub id, not in the local cache, and HF_HUB_OFFLINE=1"),
-    ({"trainer": {"bf16": True}}, None, "trainer.bf16 is set from precision"),
-    ({"train_data": "/no/such.jsonl"}, None, "train_data '/no/such.jsonl': no such file"),
-    ({"epochs": 3}, None, "unknown key(s) ['epochs']"),
-])
-def test_gc2po_train_refuses_bad_input_before_importing_torch(change, env, message, run_files, tmp_path):
+@pytest.mark.parametrize(
+    "change, env, message",
+    [
+        (
+            {"trainer": {"learning_rate": "abc"}},
+            None,
+            "trainer.learning_rate must be float, got 'abc'",
+        ),
+        ({"model": "/no/such/model"}, None, "model '/no/such/model': no such model folder"),
+        (
+            {"model": "Qwen/Qwen2.5-7B-Instruct"},
+            {"HF_HUB_OFFLINE": "1", "HF_HOME": "/nonexistent-cache"},
+            "is a Hub id, not in the local cache, and HF_HUB_OFFLINE=1",
+        ),
+        ({"trainer": {"bf16": True}}, None, "trainer.bf16 is set from precision"),
+        ({"train_data": "/no/such.jsonl"}, None, "train_data '/no/such.jsonl': no such file"),
+        ({"epochs": 3}, None, "unknown key(s) ['epochs']"),
+    ],
+)
+def test_gc2po_train_refuses_bad_input_before_importing_torch(
+    change, env, message, run_files, tmp_path
+):
     out = cli_train(tmp_path, {**run_files, **change}, env=env)
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr, out.stderr
@@ -57,16 +80,28 @@ def test_a_used_output_dir_is_refused_unless_resumed_or_overwritten(run_files, t
     (out_dir / "checkpoint-3").mkdir(parents=True)
     (out_dir / "metrics.jsonl").write_text("{}\n")
     refused = cli_train(tmp_path, run_files)
-    assert refused.returncode == 2 and "holds an earlier run" in refused.stderr and "--overwrite" in refused.stderr
+    assert (
+        refused.returncode == 2
+        and "holds an earlier run" in refused.stderr
+        and "--overwrite" in refused.stderr
+    )
     assert (out_dir / "metrics.jsonl").exists()  # nothing was deleted
     # --overwrite passes the fast check (and would start over once the model loads)
-    assert "holds an earlier run" not in cli_train(tmp_path, {**run_files, "trainer": {"learning_rate": "x"}},
-                                                   "--overwrite").stderr
+    assert (
+        "holds an earlier run"
+        not in cli_train(
+            tmp_path, {**run_files, "trainer": {"learning_rate": "x"}}, "--overwrite"
+        ).stderr
+    )
 
 
 def test_resume_continues_only_the_same_config_from_a_complete_checkpoint(run_files):
     out = Path(run_files["output_dir"])
-    run = {**run_files, "resume": True, "trainer": {"num_generations": 2, "per_device_train_batch_size": 2}}
+    run = {
+        **run_files,
+        "resume": True,
+        "trainer": {"num_generations": 2, "per_device_train_batch_size": 2},
+    }
     args = build_args(run)
     assert prepare_output_dir(run, args, log=lambda *a: None) is None  # nothing to resume yet
     for step in (1, 2, 3):
@@ -79,5 +114,8 @@ def test_resume_continues_only_the_same_config_from_a_complete_checkpoint(run_fi
     with pytest.raises(ValueError, match="its checkpoints belong to a different run config"):
         prepare_output_dir(changed, build_args(changed), log=lambda *a: None)
     logs = []
-    assert prepare_output_dir({**changed, "overwrite": True}, build_args(changed), log=logs.append) is None
+    assert (
+        prepare_output_dir({**changed, "overwrite": True}, build_args(changed), log=logs.append)
+        is None
+    )
     assert not list(out.glob("checkpoint-*")) and "starting over" in logs[0]

@@ -52,13 +52,22 @@ def same_state(a, b) -> bool:
 
     fa, fb = flat(a), flat(b)
     return len(fa) == len(fb) and all(
-        torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(fa, fb))
+        torch.equal(x, y) if isinstance(x, torch.Tensor) else x == y for x, y in zip(fa, fb)
+    )
 
 
 @pytest.mark.slow
-def test_a_nan_gradient_skips_the_step_and_leaves_weights_optimizer_and_schedule_untouched(small_run, tmp_path):
-    trainer = small_run("gc2po", out="nan", max_steps=3, save_strategy="no", lr_scheduler_type="linear",
-                        warmup_steps=0)
+def test_a_nan_gradient_skips_the_step_and_leaves_weights_optimizer_and_schedule_untouched(
+    small_run, tmp_path
+):
+    trainer = small_run(
+        "gc2po",
+        out="nan",
+        max_steps=3,
+        save_strategy="no",
+        lr_scheduler_type="linear",
+        warmup_steps=0,
+    )
     name = "model.layers.1.mlp.down_proj.weight"
     poison = PoisonGradients(trainer, {2}, name)
     trainer.add_callback(poison)
@@ -71,7 +80,9 @@ def test_a_nan_gradient_skips_the_step_and_leaves_weights_optimizer_and_schedule
     # the steps around it did move the weights and the schedule
     assert not torch.equal(poison.snapshots[2]["params"][name], poison.snapshots[1]["params"][name])
     assert poison.snapshots[2]["lr"] != poison.snapshots[1]["lr"]
-    records = [json.loads(line) for line in (tmp_path / "nan" / "metrics.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (tmp_path / "nan" / "metrics.jsonl").read_text().splitlines()
+    ]
     skipped = {r["step"]: r["nonfinite/skipped_steps"] for r in records if "loss" in r}
     assert skipped == {1: 0.0, 2: 1.0, 3: 1.0}
     assert math.isnan(next(r["grad_norm"] for r in records if r.get("step") == 2 and "loss" in r))
@@ -79,11 +90,16 @@ def test_a_nan_gradient_skips_the_step_and_leaves_weights_optimizer_and_schedule
 
 @pytest.mark.slow
 def test_consecutive_non_finite_steps_stop_the_run_naming_step_parameter_and_prompts(small_run):
-    trainer = small_run("grpo", out="stop", max_steps=5, save_strategy="no", max_consecutive_skipped_steps=2)
+    trainer = small_run(
+        "grpo", out="stop", max_steps=5, save_strategy="no", max_consecutive_skipped_steps=2
+    )
     name = "model.layers.0.self_attn.q_proj.weight"
     trainer.add_callback(PoisonGradients(trainer, {1, 2, 3, 4, 5}, name))
-    with pytest.raises(NonFiniteStepsError, match=rf"2 consecutive.*last at step 2.*first non-finite parameter: "
-                                                  rf"{name}.*prompt ids of the batch: \['train-000\d\d'"):
+    with pytest.raises(
+        NonFiniteStepsError,
+        match=rf"2 consecutive.*last at step 2.*first non-finite parameter: "
+        rf"{name}.*prompt ids of the batch: \['train-000\d\d'",
+    ):
         trainer.train()
 
 
@@ -124,15 +140,29 @@ def test_a_non_finite_loss_alone_skips_and_a_finite_step_resets_the_count():
 
 
 @pytest.mark.slow
-def test_three_bf16_mixed_steps_give_finite_grad_norms_and_move_the_fp32_weights(small_run, tmp_path):
-    trainer = small_run("gc2po", out="bf16", precision="bf16-mixed", max_steps=3, save_strategy="no",
-                        learning_rate=1e-6)
+def test_three_bf16_mixed_steps_give_finite_grad_norms_and_move_the_fp32_weights(
+    small_run, tmp_path
+):
+    trainer = small_run(
+        "gc2po",
+        out="bf16",
+        precision="bf16-mixed",
+        max_steps=3,
+        save_strategy="no",
+        learning_rate=1e-6,
+    )
     assert trainer.args.bf16 and trainer.args.precision == "bf16-mixed"
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
-    assert all(p.dtype == torch.float32 for p in trainer.model.parameters())  # master weights stay fp32
-    records = [json.loads(line) for line in (tmp_path / "bf16" / "metrics.jsonl").read_text().splitlines()]
+    assert all(
+        p.dtype == torch.float32 for p in trainer.model.parameters()
+    )  # master weights stay fp32
+    records = [
+        json.loads(line) for line in (tmp_path / "bf16" / "metrics.jsonl").read_text().splitlines()
+    ]
     norms = [r["grad_norm"] for r in records if "loss" in r]
     assert len(norms) == 3 and all(math.isfinite(n) and n > 0 for n in norms)
     moved = sum(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
-    assert moved == len(before)  # an lr-1e-6 step changes every fp32 tensor (pure bf16 would round most away)
+    assert moved == len(
+        before
+    )  # an lr-1e-6 step changes every fp32 tensor (pure bf16 would round most away)

@@ -29,39 +29,73 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
     """Each method's core entry point on the batch training saw (one process, rows in order)."""
     K, rewards = batch.group_size, batch.rewards
     if method.startswith("gc2po_add"):
-        return additive_token_advantages(rewards, batch.episode_ids, batch.r_cf, batch.completion_mask, group_size=K,
-                                         lambda_cf=config.lambda_cf, std_floor=config.cf_std_floor,
-                                         z_clip=config.cf_z_clip, row_index=batch.row_index).token_advantages
+        return additive_token_advantages(
+            rewards,
+            batch.episode_ids,
+            batch.r_cf,
+            batch.completion_mask,
+            group_size=K,
+            lambda_cf=config.lambda_cf,
+            std_floor=config.cf_std_floor,
+            z_clip=config.cf_z_clip,
+            row_index=batch.row_index,
+        ).token_advantages
     if METHODS[method].needs_cf:
-        return gc2po_token_advantages(rewards, batch.episode_ids, batch.r_cf, batch.old_logps, batch.completion_mask,
-                                      group_size=K, lambda_cf=config.lambda_cf, trunc_frac=config.trunc_frac,
-                                      adv_clip=config.adv_clip, episode_weight_norm=config.episode_weight_norm,
-                                      row_index=batch.row_index).token_advantages
+        return gc2po_token_advantages(
+            rewards,
+            batch.episode_ids,
+            batch.r_cf,
+            batch.old_logps,
+            batch.completion_mask,
+            group_size=K,
+            lambda_cf=config.lambda_cf,
+            trunc_frac=config.trunc_frac,
+            adv_clip=config.adv_clip,
+            episode_weight_norm=config.episode_weight_norm,
+            row_index=batch.row_index,
+        ).token_advantages
     grouped = rewards.view(-1, K)
     if method == "grpo":
         return grpo_advantage(grouped).reshape(-1)
     if method in ("dr_grpo", "gvpo"):
         return dr_grpo_advantage(grouped).reshape(-1)
     if method == "length_penalty":
-        return length_penalty_advantages(grouped, batch.lengths.view(-1, K).float(), config.length_penalty_alpha).reshape(-1)
+        return length_penalty_advantages(
+            grouped, batch.lengths.view(-1, K).float(), config.length_penalty_alpha
+        ).reshape(-1)
     if method == "mrt":
         rows, slots, _, num_episodes, step_ends = boundaries(batch.episode_ids)
         success = torch.zeros(step_ends.shape)
         success[torch.tensor(rows), torch.tensor(slots)] = services_log["forced_answer_success"]
-        return mrt_token_advantages(success, num_episodes, step_ends, rewards, batch.completion_mask,
-                                    group_size=K, alpha=config.mrt_alpha)[0]
+        return mrt_token_advantages(
+            success,
+            num_episodes,
+            step_ends,
+            rewards,
+            batch.completion_mask,
+            group_size=K,
+            alpha=config.mrt_alpha,
+        )[0]
     if method == "rest_mcts":
         states = batch.states
         min_value = torch.full((rewards.shape[0],), float("inf")).scatter_reduce(
-            0, states.rows, services_log["fit_value_head"], "amin")
+            0, states.rows, services_log["fit_value_head"], "amin"
+        )
         return rest_selection(rewards, min_value, K, config.rest_min_value)
     if method == "gcpo":
         samples = iter(services_log["sample_final_states"])
         parts = []
         for start in range(0, rewards.shape[0], K):
             z = batch.states.final_states(list(range(start, start + K)))
-            parts.append(gcpo_advantages(rewards[start:start + K].double(), z, next(samples), next(samples),
-                                         config.gcpo_alpha)[0])
+            parts.append(
+                gcpo_advantages(
+                    rewards[start : start + K].double(),
+                    z,
+                    next(samples),
+                    next(samples),
+                    config.gcpo_alpha,
+                )[0]
+            )
         return torch.cat(parts).float()
     raise AssertionError(f"no expectation for {method}")
 
@@ -93,29 +127,50 @@ def record_services(monkeypatch) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_each_method_trains_and_its_advantages_are_its_core_entry_points(method, small_run, tmp_path,
-                                                                          monkeypatch):
+def test_each_method_trains_and_its_advantages_are_its_core_entry_points(
+    method, small_run, tmp_path, monkeypatch
+):
     trainer = small_run(method, out=method)
     calls, services_log = record_advantages(trainer), record_services(monkeypatch)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
-    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())]
+    changed = [
+        n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())
+    ]
     assert changed, f"{method}: no parameter changed after 2 steps"
     batch, adv = calls[-1]
-    torch.testing.assert_close(adv.float().cpu(), expected_advantages(method, batch, services_log, trainer.args).float(),
-                               atol=1e-6, rtol=1e-6)
-    records = [json.loads(line) for line in (tmp_path / method / "metrics.jsonl").read_text().splitlines()]
+    torch.testing.assert_close(
+        adv.float().cpu(),
+        expected_advantages(method, batch, services_log, trainer.args).float(),
+        atol=1e-6,
+        rtol=1e-6,
+    )
+    records = [
+        json.loads(line) for line in (tmp_path / method / "metrics.jsonl").read_text().splitlines()
+    ]
     steps = [r for r in records if "loss" in r]
     assert len(steps) == 2
-    expected = ["rewards/outcome/mean", "advantages/mean", "grad_norm", "step_time", "completions/mean_length",
-                "nonfinite/skipped_steps"]
+    expected = [
+        "rewards/outcome/mean",
+        "advantages/mean",
+        "grad_norm",
+        "step_time",
+        "completions/mean_length",
+        "nonfinite/skipped_steps",
+    ]
     if METHODS[method].needs_episodes:
         expected += ["segmentation/fallback_rate", "episodes/mean_count", "episodes/mean_tokens"]
     if METHODS[method].needs_cf:
         expected += ["gc2po/s_sta", "gc2po/s_exp", "gc2po/r_cf"]
     if METHODS[method].needs_old_logps or METHODS[method].needs_rollout_states:
-        expected += ["sampling_ratio/mean"]  # these methods pay the extra pass anyway: the metric is free
-    expected += {"mrt": ["mrt/progress_mean"], "gcpo": ["gcpo/upsilon_mean"], "rest_mcts": ["rest/selected_frac"]}.get(method, [])
+        expected += [
+            "sampling_ratio/mean"
+        ]  # these methods pay the extra pass anyway: the metric is free
+    expected += {
+        "mrt": ["mrt/progress_mean"],
+        "gcpo": ["gcpo/upsilon_mean"],
+        "rest_mcts": ["rest/selected_frac"],
+    }.get(method, [])
     for key in expected:
         assert key in steps[0], f"{method}: metric {key} not logged"
 
@@ -131,17 +186,23 @@ def test_corrected_gc2po_without_r_cf_is_grpo_through_the_trainer(small_run):
     for batch, corrected in calls:
         grpo, _ = METHODS["grpo"].advantages(batch, trainer.args)  # [B], one value per completion
         mask = batch.completion_mask.bool()
-        torch.testing.assert_close(corrected[mask], grpo.unsqueeze(-1).expand_as(mask)[mask].float(), atol=1e-6,
-                                   rtol=0)
-    assert any(grpo_advantage(b.rewards.view(-1, b.group_size)).abs().sum() > 0 for b, _ in calls), \
-        "the test batches need groups with different rewards"
+        torch.testing.assert_close(
+            corrected[mask], grpo.unsqueeze(-1).expand_as(mask)[mask].float(), atol=1e-6, rtol=0
+        )
+    assert any(
+        grpo_advantage(b.rewards.view(-1, b.group_size)).abs().sum() > 0 for b, _ in calls
+    ), "the test batches need groups with different rewards"
 
 
 def count_forwards(trainer) -> dict:
     counts = {"policy": 0, "reference": 0}
-    trainer.model.register_forward_hook(lambda *a: counts.__setitem__("policy", counts["policy"] + 1))
+    trainer.model.register_forward_hook(
+        lambda *a: counts.__setitem__("policy", counts["policy"] + 1)
+    )
     if trainer.ref_model is not None:
-        trainer.ref_model.register_forward_hook(lambda *a: counts.__setitem__("reference", counts["reference"] + 1))
+        trainer.ref_model.register_forward_hook(
+            lambda *a: counts.__setitem__("reference", counts["reference"] + 1)
+        )
     return counts
 
 
@@ -165,19 +226,31 @@ def loss_advantages(trainer) -> dict:
 def test_on_policy_gc2po_runs_as_many_forwards_as_trl_grpo_and_equals_the_two_pass_path(small_run):
     from trl import GRPOTrainer
 
-    runs = {"trl": dict(method="grpo", trainer_class=GRPOTrainer), "one": dict(method="gc2po"),
-            "two": dict(method="gc2po", sampling_ratio_pass=True)}
+    runs = {
+        "trl": dict(method="grpo", trainer_class=GRPOTrainer),
+        "one": dict(method="gc2po"),
+        "two": dict(method="gc2po", sampling_ratio_pass=True),
+    }
     counts, seen = {}, {}
-    for name, kwargs in runs.items():  # built and trained one after the other: the same seeded sampling
+    for (
+        name,
+        kwargs,
+    ) in runs.items():  # built and trained one after the other: the same seeded sampling
         trainer = small_run(out=name, max_steps=1, save_strategy="no", **kwargs)
         counts[name] = count_forwards(trainer)
         if name != "trl":
             seen[name] = loss_advantages(trainer)
         trainer.train()
     assert counts["one"] == counts["trl"], (counts["one"], counts["trl"])
-    assert counts["two"]["policy"] == counts["trl"]["policy"] + 1  # the extra pass, only when asked for
-    assert torch.equal(seen["one"]["completion_ids"], seen["two"]["completion_ids"])  # the same batch
-    torch.testing.assert_close(seen["one"]["advantages"], seen["two"]["advantages"], atol=1e-6, rtol=0)
+    assert (
+        counts["two"]["policy"] == counts["trl"]["policy"] + 1
+    )  # the extra pass, only when asked for
+    assert torch.equal(
+        seen["one"]["completion_ids"], seen["two"]["completion_ids"]
+    )  # the same batch
+    torch.testing.assert_close(
+        seen["one"]["advantages"], seen["two"]["advantages"], atol=1e-6, rtol=0
+    )
     assert seen["one"]["advantages"].abs().sum() > 0
 
 
@@ -200,12 +273,16 @@ def test_resume_matches_uninterrupted_run(small_run):
     resumed.train(resume_from_checkpoint=True)
     # tolerance: identical up to float32 reduction order (we see exact equality on CPU)
     for (name, a), (_, b) in zip(full.model.named_parameters(), resumed.model.named_parameters()):
-        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5, msg=f"parameter {name} differs after resume")
+        torch.testing.assert_close(
+            a, b, atol=1e-6, rtol=1e-5, msg=f"parameter {name} differs after resume"
+        )
 
 
 def half_unscored_reward(prompts, completions, **kwargs):
     """Scores only every other completion (None = this function does not apply, TRL's convention)."""
-    return [float(len(c[-1]["content"]) % 2) if i % 2 == 0 else None for i, c in enumerate(completions)]
+    return [
+        float(len(c[-1]["content"]) % 2) if i % 2 == 0 else None for i, c in enumerate(completions)
+    ]
 
 
 half_unscored_reward.__name__ = "outcome"
@@ -215,8 +292,14 @@ half_unscored_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["grpo", "gc2po"])
 def test_completions_no_reward_function_scored_are_left_out(method, small_run):
-    trainer = small_run(method, out=method, reward=half_unscored_reward, num_generations=4, max_steps=1,
-                        save_strategy="no")
+    trainer = small_run(
+        method,
+        out=method,
+        reward=half_unscored_reward,
+        num_generations=4,
+        max_steps=1,
+        save_strategy="no",
+    )
     calls = record_advantages(trainer)
     trainer.train()
     batch, adv = calls[-1]
@@ -235,17 +318,36 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
         ("gc2po", {"lambda_cf": 1.5}, r"lambda_cf must be in \[0, 1\]"),
         ("gc2po", {"lambda_exp": -0.1}, r"lambda_exp must be in \[0, 1\]"),
         ("gc2po", {"num_generations": 1, "per_device_train_batch_size": 4}, "num_generations"),
-        ("gc2po", {"num_generations": 3, "per_device_train_batch_size": 4}, r"divisible by num_generations"),
+        (
+            "gc2po",
+            {"num_generations": 3, "per_device_train_batch_size": 4},
+            r"divisible by num_generations",
+        ),
         ("gc2po", {"no_such_field": 1}, r"unknown trainer key\(s\) \['no_such_field'\]"),
         ("gc2po", {"learning_rate": "abc"}, r"trainer.learning_rate must be float, got 'abc'"),
         ("gc2po", {"max_steps": 2.5}, r"trainer.max_steps must be int"),
-        ("dr_grpo", {"beta": 0.04}, r"trainer.beta=0.04 conflicts with method 'dr_grpo', which fixes beta=0.0"),
-        ("gc2po_no_rcf", {"lambda_cf": 0.8}, r"conflicts with method 'gc2po_no_rcf', which fixes lambda_cf=0.0"),
+        (
+            "dr_grpo",
+            {"beta": 0.04},
+            r"trainer.beta=0.04 conflicts with method 'dr_grpo', which fixes beta=0.0",
+        ),
+        (
+            "gc2po_no_rcf",
+            {"lambda_cf": 0.8},
+            r"conflicts with method 'gc2po_no_rcf', which fixes lambda_cf=0.0",
+        ),
         ("grpo", {"loss_type": "dapo"}, r"trainer.loss_type='dapo' conflicts with method 'grpo'"),
         ("gc2po", {"bf16": True}, r"trainer.bf16 is set from precision"),
-        ("gc2po", {"steps_per_generation": 2, "gradient_accumulation_steps": 2},
-         r"computes its advantages in the loss forward.*steps_per_generation to 1"),
-        ("gc2po", {"multi_objective_aggregation": "normalize_then_sum"}, r"multi_objective_aggregation must be"),
+        (
+            "gc2po",
+            {"steps_per_generation": 2, "gradient_accumulation_steps": 2},
+            r"computes its advantages in the loss forward.*steps_per_generation to 1",
+        ),
+        (
+            "gc2po",
+            {"multi_objective_aggregation": "normalize_then_sum"},
+            r"multi_objective_aggregation must be",
+        ),
         ("gc2po", {"cf_eps_u": 0.0}, r"cf_eps_u must be > 0"),
         ("gc2po", {"cf_state": "eos"}, r"cf_state must be one of \['episode_end', 'closing_tag'"),
         ("grpo", {"cf_state": "result"}, r"cf_state applies to the GC2PO methods only"),
@@ -256,30 +358,57 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
 )
 def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
     # the model path does not exist: reaching model loading would raise a different error
-    run = {"model": str(tmp_path / "missing"), "train_data": "x.jsonl", "output_dir": str(tmp_path), "method": method,
-           "trainer": {**SMALL, **override}}
+    run = {
+        "model": str(tmp_path / "missing"),
+        "train_data": "x.jsonl",
+        "output_dir": str(tmp_path),
+        "method": method,
+        "trainer": {**SMALL, **override},
+    }
     with pytest.raises(ValueError, match=match):
         build_args(run)
 
 
-@pytest.mark.parametrize("override, match", [({"surprise": 1}, r"unknown key\(s\) \['surprise'\]"),
-                                              ({"task": "poetry"}, "task: must be one of"),
-                                              ({"task": "math"}, "'math' is now spelled"),
-                                              ({"precision": "fp8"}, "precision must be one of"),
-                                              ({"seed": "one"}, "seed must be an integer")])
+@pytest.mark.parametrize(
+    "override, match",
+    [
+        ({"surprise": 1}, r"unknown key\(s\) \['surprise'\]"),
+        ({"task": "poetry"}, "task: must be one of"),
+        ({"task": "math"}, "'math' is now spelled"),
+        ({"precision": "fp8"}, "precision must be one of"),
+        ({"seed": "one"}, "seed must be an integer"),
+    ],
+)
 def test_bad_run_keys_fail(override, match, tmp_path):
     with pytest.raises(ValueError, match=match):
-        build_args({"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "trainer": SMALL, **override})
+        build_args(
+            {
+                "model": "m",
+                "train_data": "x.jsonl",
+                "output_dir": str(tmp_path),
+                "trainer": SMALL,
+                **override,
+            }
+        )
 
 
 def test_each_gc2po_form_reads_its_own_state_unless_told(tmp_path):
     def state(method, **trainer):
-        run = {"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "method": method,
-               "trainer": {**SMALL, **trainer}}
+        run = {
+            "model": "m",
+            "train_data": "x.jsonl",
+            "output_dir": str(tmp_path),
+            "method": method,
+            "trainer": {**SMALL, **trainer},
+        }
         return build_args(run).cf_state
 
     # the paper's form keeps the state it always read; the corrected one reads the step's result
-    assert (state("gc2po"), state("gc2po_add"), state("grpo")) == ("episode_end", "last_content", "episode_end")
+    assert (state("gc2po"), state("gc2po_add"), state("grpo")) == (
+        "episode_end",
+        "last_content",
+        "episode_end",
+    )
     assert state("gc2po", cf_state="last_content") == "last_content"
 
 
@@ -295,8 +424,11 @@ def test_method_definitions_are_applied_over_defaults(tmp_path):
 def test_a_prompt_holding_the_pad_token_warns_once(small_run, testbed_train_file, tmp_path):
     trainer = small_run("grpo", out="pad", max_steps=2, save_strategy="no")
     pad = trainer.processing_class.pad_token
-    trainer.train_dataset = trainer.train_dataset.map(lambda row: {"prompt": [
-        {"role": "user", "content": f"{pad} {row['prompt'][0]['content']}"}]})
+    trainer.train_dataset = trainer.train_dataset.map(
+        lambda row: {
+            "prompt": [{"role": "user", "content": f"{pad} {row['prompt'][0]['content']}"}]
+        }
+    )
     with pytest.warns(UserWarning, match="contains the pad token id") as caught:
         trainer.train()
     assert sum("pad token id" in str(w.message) for w in caught) == 1  # once, not every step

@@ -16,8 +16,13 @@ from gc2po.core.losses import clipped_token_loss
 @pytest.mark.slow
 @pytest.mark.parametrize("beta, weighted", [(0.0, True), (0.04, True), (0.04, False)])
 def test_trl_grpo_loss_is_clipped_token_loss(small_run, beta, weighted):
-    trainer = small_run("grpo", out=f"loss_{beta}_{weighted}", beta=beta, epsilon=0.2,
-                        use_bias_correction_kl=weighted)
+    trainer = small_run(
+        "grpo",
+        out=f"loss_{beta}_{weighted}",
+        beta=beta,
+        epsilon=0.2,
+        use_bias_correction_kl=weighted,
+    )
     generator = torch.Generator().manual_seed(0)
     rows, prompt, completion = 4, 5, 7
     vocab = trainer.model.config.vocab_size
@@ -33,17 +38,24 @@ def test_trl_grpo_loss_is_clipped_token_loss(small_run, beta, weighted):
     ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
     attention = torch.cat([inputs["prompt_mask"], completion_mask], dim=1)
     with torch.no_grad():
-        logps, _, _ = trainer._get_per_token_logps_and_entropies(trainer.model, ids, attention,
-                                                                 completion)
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(
+            trainer.model, ids, attention, completion
+        )
     # sampling-policy log-probs away from the policy's (ratios 0.5-2: many outside 1 +- 0.2)
     inputs["old_per_token_logps"] = logps + 0.7 * torch.randn(rows, completion, generator=generator)
     inputs["ref_per_token_logps"] = logps + 0.3 * torch.randn(rows, completion, generator=generator)
     with torch.no_grad():
         trl_loss = GRPOTrainer._compute_loss(trainer, trainer.model, inputs)
-        ours = clipped_token_loss(logps, inputs["old_per_token_logps"], inputs["advantages"],
-                                  completion_mask.bool(), clip_eps=0.2,
-                                  ref_logps=inputs["ref_per_token_logps"], beta_kl=beta,
-                                  kl_ratio_weighted=trainer.args.use_bias_correction_kl)
+        ours = clipped_token_loss(
+            logps,
+            inputs["old_per_token_logps"],
+            inputs["advantages"],
+            completion_mask.bool(),
+            clip_eps=0.2,
+            ref_logps=inputs["ref_per_token_logps"],
+            beta_kl=beta,
+            kl_ratio_weighted=trainer.args.use_bias_correction_kl,
+        )
     ratio = torch.exp(logps - inputs["old_per_token_logps"])
     assert ((ratio < 0.8) | (ratio > 1.2)).any()  # the clip is exercised
     # outside a training step TRL divides by no accumulation count (the model is in eval mode)

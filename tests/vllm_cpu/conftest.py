@@ -29,11 +29,17 @@ def vllm_model_dir(tmp_path_factory, fast_tokenizer):
     eos = fast_tokenizer.eos_token_id
     embedding = model.get_input_embeddings().weight
     problems = json.loads((ROOT / "data" / "benchmarks" / "gsm8k_test.json").read_text())[:32]
-    prompts = [fast_tokenizer.apply_chat_template([{"role": "user", "content": p["problem"]}],
-                                                  add_generation_prompt=True, tokenize=True,
-                                                  return_dict=True)["input_ids"] for p in problems]
+    prompts = [
+        fast_tokenizer.apply_chat_template(
+            [{"role": "user", "content": p["problem"]}],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+        )["input_ids"]
+        for p in problems
+    ]
     original = embedding[eos].detach().clone()
-    for scale in [1.25 ** k for k in range(1, 20)]:
+    for scale in [1.25**k for k in range(1, 20)]:
         with torch.no_grad():
             embedding[eos] = original * scale
         ended = [eos in _greedy(model, ids, eos) for ids in prompts]
@@ -50,6 +56,11 @@ def vllm_model_dir(tmp_path_factory, fast_tokenizer):
 
 @torch.no_grad()
 def _greedy(model, ids: list[int], eos: int) -> list[int]:
-    out = model.generate(input_ids=torch.tensor([ids]), max_new_tokens=16, do_sample=False,
-                         eos_token_id=eos, pad_token_id=eos)
-    return out[0, len(ids):].tolist()
+    out = model.generate(
+        input_ids=torch.tensor([ids]),
+        max_new_tokens=16,
+        do_sample=False,
+        eos_token_id=eos,
+        pad_token_id=eos,
+    )
+    return out[0, len(ids) :].tolist()

@@ -16,17 +16,28 @@ from tests.training.conftest import make_trainer
 
 pytestmark = pytest.mark.vllm_cpu
 ROOT = Path(__file__).resolve().parents[2]
-VLLM_TRAINING = dict(use_vllm=True, vllm_mode="colocate", max_steps=3, logging_steps=1,
-                     save_steps=10, per_device_train_batch_size=4, max_completion_length=12)
+VLLM_TRAINING = dict(
+    use_vllm=True,
+    vllm_mode="colocate",
+    max_steps=3,
+    logging_steps=1,
+    save_steps=10,
+    per_device_train_batch_size=4,
+    max_completion_length=12,
+)
 RATIO = "sampling/importance_sampling_ratio/mean"
 
 
 def _eval(model_dir, tmp_path, backend: str) -> list[dict]:
-    config = {"backend": backend, "output_dir": str(tmp_path / backend), "batch_size": 8,
-              "sampling": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 16,
-                           "seed": 0},
-              "benchmarks": {"gsm8k": {"path": str(ROOT / "data/benchmarks/gsm8k_test.json"),
-                                       "limit": 24, "seed": 0}}}
+    config = {
+        "backend": backend,
+        "output_dir": str(tmp_path / backend),
+        "batch_size": 8,
+        "sampling": {"n": 1, "temperature": 0.0, "top_p": 1.0, "max_new_tokens": 16, "seed": 0},
+        "benchmarks": {
+            "gsm8k": {"path": str(ROOT / "data/benchmarks/gsm8k_test.json"), "limit": 24, "seed": 0}
+        },
+    }
     path = tmp_path / f"{backend}.yaml"
     path.write_text(yaml.safe_dump(config))
     command = ["eval", "--config", str(path), "--model", str(model_dir), "--benchmark", "gsm8k"]
@@ -35,8 +46,9 @@ def _eval(model_dir, tmp_path, backend: str) -> list[dict]:
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
-def test_eval_backends_agree_greedy_in_float32_with_equal_token_counts(vllm_model_dir, tmp_path,
-                                                                       monkeypatch):
+def test_eval_backends_agree_greedy_in_float32_with_equal_token_counts(
+    vllm_model_dir, tmp_path, monkeypatch
+):
     # the backend sizes vLLM's CPU KV cache itself (no share of RAM, no env var needed)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     hf = _eval(vllm_model_dir, tmp_path, "transformers")
@@ -52,8 +64,10 @@ def _engine_greedy(trainer, prompts: list[list[int]]) -> list[list[int]]:
     from vllm import SamplingParams
 
     outputs = trainer.vllm_generation.llm.generate(
-        [{"prompt_token_ids": p} for p in prompts], SamplingParams(temperature=0.0, max_tokens=8),
-        use_tqdm=False)
+        [{"prompt_token_ids": p} for p in prompts],
+        SamplingParams(temperature=0.0, max_tokens=8),
+        use_tqdm=False,
+    )
     return [list(o.outputs[0].token_ids) for o in outputs]
 
 
@@ -62,14 +76,15 @@ def _ratios(trainer) -> list[float]:
 
 
 @pytest.mark.parametrize("method", ["gc2po", "grpo", "mrt"])
-def test_colocated_training_keeps_engine_and_trainer_in_step(method, vllm_model_dir,
-                                                              testbed_train_file, tmp_path,
-                                                              monkeypatch):
+def test_colocated_training_keeps_engine_and_trainer_in_step(
+    method, vllm_model_dir, testbed_train_file, tmp_path, monkeypatch
+):
     """3 steps with vLLM generating; MRT's forced-answer continuations go through the engine too
     (gc2po.training.services.VLLMContinuations)."""
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    trainer = make_trainer(vllm_model_dir, testbed_train_file, tmp_path / "run", method,
-                           **VLLM_TRAINING)
+    trainer = make_trainer(
+        vllm_model_dir, testbed_train_file, tmp_path / "run", method, **VLLM_TRAINING
+    )
     prompts = [trainer.processing_class(f"Compute {a} + 4 =")["input_ids"] for a in range(6)]
     before = _engine_greedy(trainer, prompts)
     if method == "mrt":
@@ -86,8 +101,9 @@ def test_colocated_training_keeps_engine_and_trainer_in_step(method, vllm_model_
     assert _engine_greedy(trainer, prompts) != before  # the updates reached the engine
 
 
-def test_stale_engine_weights_trip_the_ratio_guard(vllm_model_dir, testbed_train_file, tmp_path,
-                                                  monkeypatch):
+def test_stale_engine_weights_trip_the_ratio_guard(
+    vllm_model_dir, testbed_train_file, tmp_path, monkeypatch
+):
     """One weight sync is skipped: the first one after an update really changed the weights
     (a step whose advantages are all zero changes nothing). That step's engine samples from
     weights one update behind the trainer; the guard (patience 1) stops the run there."""
@@ -96,8 +112,14 @@ def test_stale_engine_weights_trip_the_ratio_guard(vllm_model_dir, testbed_train
     from gc2po.training.ratio_guard import RatioMismatchError
 
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
-    trainer = make_trainer(vllm_model_dir, testbed_train_file, tmp_path / "run", "grpo",
-                           ratio_guard_patience=1, **{**VLLM_TRAINING, "max_steps": 6})
+    trainer = make_trainer(
+        vllm_model_dir,
+        testbed_train_file,
+        tmp_path / "run",
+        "grpo",
+        ratio_guard_patience=1,
+        **{**VLLM_TRAINING, "max_steps": 6},
+    )
     sync, skipped = trainer.vllm_generation.sync_weights, []
 
     def weights():

@@ -17,6 +17,21 @@ CI_CONFIG = ("--configfile", "config/config.yaml", "config/ci.yaml")
 def ci_local_run(tmp_path_factory):
     """(work folder, finished process) of `snakemake --cores 2` with the ci overlay."""
     work = new_workdir(tmp_path_factory.mktemp("ci_local") / "wf")
-    out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "-s", str(ROOT / "Snakefile"),
-                          "-d", str(work), *CI_CONFIG], capture_output=True, text=True, timeout=1200)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--cores",
+            "2",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "-d",
+            str(work),
+            *CI_CONFIG,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     return work, out

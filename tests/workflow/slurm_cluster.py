@@ -27,7 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # command -> Debian package, for tests.system_packages.ensure_debian_packages
-SLURM_PACKAGES = {"slurmctld": "slurm-wlm", "slurmd": "slurm-wlm", "sbatch": "slurm-client", "munged": "munge"}
+SLURM_PACKAGES = {
+    "slurmctld": "slurm-wlm",
+    "slurmd": "slurm-wlm",
+    "sbatch": "slurm-client",
+    "munged": "munge",
+}
 PARTITION = "debug"
 _START_TIMEOUT_S = 60
 _STOP_TIMEOUT_S = 15
@@ -46,7 +51,9 @@ class SlurmCluster:
 
     def run(self, *command: str, timeout: float = 30) -> subprocess.CompletedProcess:
         """Run a SLURM client command (squeue, scontrol, scancel, ...) against this cluster."""
-        return subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            command, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
 
     def completed_jobs(self) -> dict[str, dict[str, str]]:
         """SLURM's job-completion log: job id -> its fields (JobState, Name, Partition, ...)."""
@@ -132,9 +139,13 @@ def _srun_wrapper(root: Path, conf: Path) -> Path:
     return bin_dir
 
 
-def _start(name: str, command: list[str], env: dict[str, str], root: Path, pids: dict, procs: dict) -> None:
+def _start(
+    name: str, command: list[str], env: dict[str, str], root: Path, pids: dict, procs: dict
+) -> None:
     with open(root / "log" / f"{name}.out", "wb") as out:  # the daemon keeps its own descriptor
-        procs[name] = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        procs[name] = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     pids[name] = procs[name].pid
 
 
@@ -143,23 +154,33 @@ def _wait_for(check, what: str, procs: dict, cluster_root: Path) -> None:
     while not check():
         dead = {name: proc.returncode for name, proc in procs.items() if proc.poll() is not None}
         if dead or time.monotonic() > deadline:
-            logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}"
-                             for p in sorted((cluster_root / "log").glob("*")))
-            raise RuntimeError(f"local SLURM: {what} did not happen (exited daemons: {dead})\n{logs}")
+            logs = "\n".join(
+                f"--- {p.name}\n{p.read_text(errors='replace')[-2000:]}"
+                for p in sorted((cluster_root / "log").glob("*"))
+            )
+            raise RuntimeError(
+                f"local SLURM: {what} did not happen (exited daemons: {dead})\n{logs}"
+            )
         time.sleep(0.5)
 
 
 def _node_idle(env: dict[str, str], partition: str) -> bool:
-    out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%T"], env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        ["sinfo", "-h", "-p", partition, "-o", "%T"], env=env, capture_output=True, text=True
+    )
     return out.returncode == 0 and out.stdout.strip() == "idle"
 
 
 def _cancel_jobs(env: dict[str, str]) -> None:
     """Cancel this cluster's jobs and give slurmd a moment to end their processes."""
-    subprocess.run(["scancel", "--user", getpass.getuser()], env=env, capture_output=True, timeout=30)
+    subprocess.run(
+        ["scancel", "--user", getpass.getuser()], env=env, capture_output=True, timeout=30
+    )
     deadline = time.monotonic() + _STOP_TIMEOUT_S
     while time.monotonic() < deadline:
-        queue = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30)
+        queue = subprocess.run(
+            ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30
+        )
         if queue.returncode != 0 or not queue.stdout.strip():
             return
         time.sleep(0.5)
@@ -194,17 +215,40 @@ def local_slurm_cluster(root: Path, partition: str = PARTITION) -> Iterator[Slur
     conf = root / "slurm.conf"
     host = socket.gethostname().split(".")[0]
     conf.write_text(slurm_conf(root, host, partition, munge_socket))
-    env = {**os.environ, "SLURM_CONF": str(conf), "PATH": f"{_srun_wrapper(root, conf)}:{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        "SLURM_CONF": str(conf),
+        "PATH": f"{_srun_wrapper(root, conf)}:{os.environ['PATH']}",
+    }
     pids: dict[str, int] = {}
     procs: dict[str, subprocess.Popen] = {}
     try:
-        _start("munged", ["munged", "--foreground", "--force", f"--socket={munge_socket}", f"--key-file={key}",
-                          f"--pid-file={root}/munge/munged.pid", f"--log-file={root}/log/munged.log",
-                          f"--seed-file={root}/munge/munged.seed"], env, root, pids, procs)
+        _start(
+            "munged",
+            [
+                "munged",
+                "--foreground",
+                "--force",
+                f"--socket={munge_socket}",
+                f"--key-file={key}",
+                f"--pid-file={root}/munge/munged.pid",
+                f"--log-file={root}/log/munged.log",
+                f"--seed-file={root}/munge/munged.seed",
+            ],
+            env,
+            root,
+            pids,
+            procs,
+        )
         _wait_for(munge_socket.exists, "munged socket", procs, root)
         _start("slurmctld", ["slurmctld", "-D", "-i", "-f", str(conf)], env, root, pids, procs)
         _start("slurmd", ["slurmd", "-D", "-f", str(conf)], env, root, pids, procs)
-        _wait_for(lambda: _node_idle(env, partition), f"node {host} idle in partition {partition}", procs, root)
+        _wait_for(
+            lambda: _node_idle(env, partition),
+            f"node {host} idle in partition {partition}",
+            procs,
+            root,
+        )
         yield SlurmCluster(root=root, partition=partition, env=env, pids=pids)
     finally:
         _stop(procs, env)

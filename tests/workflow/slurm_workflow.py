@@ -23,7 +23,10 @@ PROFILE = ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"
 PLACEHOLDERS = ("CHANGE_ME_account", "CHANGE_ME_cpu_partition", "CHANGE_ME_gpu_partition")
 # The test cluster has no accounting database, so sacct cannot answer: job status comes from
 # squeue (MinJobAge 300 s >= 3 x the first check's delay), checked 2 s after submission.
-TEST_CLUSTER_SETTINGS = {"slurm-status-command": "squeue", "slurm-init-seconds-before-status-checks": 2}
+TEST_CLUSTER_SETTINGS = {
+    "slurm-status-command": "squeue",
+    "slurm-init-seconds-before-status-checks": 2,
+}
 
 _SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 
@@ -36,8 +39,13 @@ class SubmittedJob:
     log: Path  # the SLURM job's own log (stdout and stderr of the batch script)
 
 
-def cluster_profile(dest: Path, cluster: SlurmCluster, account: str = "gc2po", partition: str | None = None,
-                    set_resources: dict | None = None) -> Path:
+def cluster_profile(
+    dest: Path,
+    cluster: SlurmCluster,
+    account: str = "gc2po",
+    partition: str | None = None,
+    set_resources: dict | None = None,
+) -> Path:
     """The repository's SLURM profile with its placeholders filled as a user would fill them
     (every partition -> ``partition``, default: the cluster's), plus the test cluster's status
     settings and any ``set_resources`` (rule -> resources) merged in. Returns the profile folder."""
@@ -68,17 +76,35 @@ def snakemake_command(*args: str, snakefile: Path = ROOT / "Snakefile") -> list[
     return [sys.executable, "-m", "snakemake", "-s", str(snakefile), *args]
 
 
-def run_snakemake(cluster: SlurmCluster, workdir: Path, *args: str, timeout: float,
-                  snakefile: Path = ROOT / "Snakefile") -> subprocess.CompletedProcess:
-    return subprocess.run(snakemake_command(*args, snakefile=snakefile), cwd=workdir, env=cluster.env,
-                          capture_output=True, text=True, timeout=timeout)
+def run_snakemake(
+    cluster: SlurmCluster,
+    workdir: Path,
+    *args: str,
+    timeout: float,
+    snakefile: Path = ROOT / "Snakefile",
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        snakemake_command(*args, snakefile=snakefile),
+        cwd=workdir,
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
-def start_snakemake(cluster: SlurmCluster, workdir: Path, *args: str, output: Path) -> subprocess.Popen:
+def start_snakemake(
+    cluster: SlurmCluster, workdir: Path, *args: str, output: Path
+) -> subprocess.Popen:
     """Snakemake in the background, stdout and stderr into ``output`` (read it while it runs)."""
     with open(output, "w") as handle:  # the child keeps its own descriptor
-        return subprocess.Popen(snakemake_command(*args), cwd=workdir, env=cluster.env, stdout=handle,
-                                stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            snakemake_command(*args),
+            cwd=workdir,
+            env=cluster.env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def submitted_jobs(output: str) -> list[SubmittedJob]:
@@ -100,18 +126,24 @@ def planned_jobs(output: str) -> dict[str, int]:
 def planned_job_blocks(output: str) -> list[tuple[str, dict[str, str]]]:
     """(rule, {"input": ..., "output": ..., "resources": ...}) of every job a run or dry run prints."""
     blocks = re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n?)*)", output, re.MULTILINE)
-    return [(rule, dict(re.findall(r"^    (\w+): (.*)$", body, re.MULTILINE))) for rule, body in blocks]
+    return [
+        (rule, dict(re.findall(r"^    (\w+): (.*)$", body, re.MULTILINE))) for rule, body in blocks
+    ]
 
 
 def download_rules() -> list[str]:
     """DOWNLOAD_RULES as workflow/rules/common.smk declares them."""
     source = (ROOT / "workflow" / "rules" / "common.smk").read_text()
-    return ast.literal_eval(re.search(r"^DOWNLOAD_RULES = (\[.*?\])", source, re.MULTILINE | re.DOTALL).group(1))
+    return ast.literal_eval(
+        re.search(r"^DOWNLOAD_RULES = (\[.*?\])", source, re.MULTILINE | re.DOTALL).group(1)
+    )
 
 
 def sbatch_lines(output: str) -> list[str]:
     """The sbatch command lines the plugin prints (in its errors, or with --verbose)."""
-    return [line.strip() for line in output.splitlines() if line.strip().startswith("sbatch --parsable")]
+    return [
+        line.strip() for line in output.splitlines() if line.strip().startswith("sbatch --parsable")
+    ]
 
 
 def wait_until(condition: Callable[[], object], timeout: float, what: str, poll: float = 0.5):

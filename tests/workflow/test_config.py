@@ -29,26 +29,49 @@ CONFIGS = {  # what `snakemake --configfile ...` is given for each shipped confi
     "testbed_seed1": [ROOT / "config/config.yaml", ROOT / "config/testbed_seed1.yaml"],
 }
 ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
-    "grpo": "grpo_advantages", "dr_grpo": "dr_grpo_advantages", "length_penalty": "length_penalty_advantages_",
-    "gvpo": "gvpo_advantages", "gcpo": "gcpo_advantages", "mrt": "mrt_advantages", "rest_mcts": "rest_advantages",
-    "gc2po": "gc2po_advantages", "gc2po_no_sexp": "gc2po_advantages", "gc2po_no_ssta": "gc2po_advantages",
-    "gc2po_no_rcf": "gc2po_advantages", "gc2po_add": "gc2po_add_advantages",
-    "gc2po_add_no_sexp": "gc2po_add_advantages", "gc2po_add_no_ssta": "gc2po_add_advantages",
+    "grpo": "grpo_advantages",
+    "dr_grpo": "dr_grpo_advantages",
+    "length_penalty": "length_penalty_advantages_",
+    "gvpo": "gvpo_advantages",
+    "gcpo": "gcpo_advantages",
+    "mrt": "mrt_advantages",
+    "rest_mcts": "rest_advantages",
+    "gc2po": "gc2po_advantages",
+    "gc2po_no_sexp": "gc2po_advantages",
+    "gc2po_no_ssta": "gc2po_advantages",
+    "gc2po_no_rcf": "gc2po_advantages",
+    "gc2po_add": "gc2po_add_advantages",
+    "gc2po_add_no_sexp": "gc2po_add_advantages",
+    "gc2po_add_no_ssta": "gc2po_add_advantages",
     "gc2po_add_no_rcf": "gc2po_add_advantages",
 }
-BETA = {"dr_grpo": 0.0, "gvpo": 0.0, "rest_mcts": 0.0, "gcpo": 0.06}  # what the methods fix; others: the config's
+BETA = {
+    "dr_grpo": 0.0,
+    "gvpo": 0.0,
+    "rest_mcts": 0.0,
+    "gcpo": 0.06,
+}  # what the methods fix; others: the config's
 LOSS = {"dr_grpo": "dr_grpo"}  # TRL loss aggregation; others: "grpo"
-FIXED_LAMBDAS = {"gc2po_no_sexp": ("lambda_exp", 0.0), "gc2po_no_ssta": ("lambda_sta", 0.0),
-                 "gc2po_no_rcf": ("lambda_cf", 0.0), "gc2po_add_no_sexp": ("lambda_exp", 0.0),
-                 "gc2po_add_no_ssta": ("lambda_sta", 0.0), "gc2po_add_no_rcf": ("lambda_cf", 0.0)}
+FIXED_LAMBDAS = {
+    "gc2po_no_sexp": ("lambda_exp", 0.0),
+    "gc2po_no_ssta": ("lambda_sta", 0.0),
+    "gc2po_no_rcf": ("lambda_cf", 0.0),
+    "gc2po_add_no_sexp": ("lambda_exp", 0.0),
+    "gc2po_add_no_ssta": ("lambda_sta", 0.0),
+    "gc2po_add_no_rcf": ("lambda_cf", 0.0),
+}
 
 
 def declared(config: dict, method: str, key: str, default):
     train = config["train"]
-    return {**train.get("trainer", {}), **train.get("per_method", {}).get(method, {})}.get(key, default)
+    return {**train.get("trainer", {}), **train.get("per_method", {}).get(method, {})}.get(
+        key, default
+    )
 
 
-@pytest.mark.parametrize("name", [n for n, files in CONFIGS.items() if all(f.exists() for f in files)])
+@pytest.mark.parametrize(
+    "name", [n for n, files in CONFIGS.items() if all(f.exists() for f in files)]
+)
 def test_every_training_job_resolves_to_what_its_config_declares(name):
     config = load_config(CONFIGS[name])
     validate(config)
@@ -63,12 +86,17 @@ def test_every_training_job_resolves_to_what_its_config_declares(name):
         if method in FIXED_LAMBDAS:
             key, value = FIXED_LAMBDAS[method]
             assert getattr(args, key) == value
-        expected = spec_from_fields(declared(config, method, "perturbation", "dropout,gaussian"),
-                                    p=declared(config, method, "perturbation_p", 0.1),
-                                    sigma=declared(config, method, "perturbation_sigma", 0.1),
-                                    alpha=declared(config, method, "perturbation_alpha", 0.3))
+        expected = spec_from_fields(
+            declared(config, method, "perturbation", "dropout,gaussian"),
+            p=declared(config, method, "perturbation_p", 0.1),
+            sigma=declared(config, method, "perturbation_sigma", 0.1),
+            alpha=declared(config, method, "perturbation_alpha", 0.3),
+        )
         assert args.perturbation_spec() == expected, (job, args.perturbation_spec())
-        for form in ("gc2po_", "gc2po_add_"):  # the lambda sweeps of the paper's and the corrected form
+        for form in (
+            "gc2po_",
+            "gc2po_add_",
+        ):  # the lambda sweeps of the paper's and the corrected form
             if job.run.startswith(f"{form}lambda"):
                 key, value = job.run.removeprefix(form).rsplit("_", 1)
                 assert getattr(args, key) == float(value) and method == form[:-1], job
@@ -88,8 +116,10 @@ def test_the_paper_uses_the_spec_perturbation():
     paper = load_config(CONFIGS["paper"])
     for job in training_jobs(paper):
         if METHODS[job.method].needs_cf:
-            assert build_args(job.run_config(paper)).perturbation_spec() == [{"name": "dropout", "p": 0.1},
-                                                                            {"name": "gaussian", "sigma": 0.1}]
+            assert build_args(job.run_config(paper)).perturbation_spec() == [
+                {"name": "dropout", "p": 0.1},
+                {"name": "gaussian", "sigma": 0.1},
+            ]
 
 
 @pytest.mark.parametrize("name", ["paper", "smollm2"])
@@ -102,9 +132,26 @@ def test_a_config_given_alone_inherits_nothing_from_the_default(name, tmp_path):
     assert config == stated
     default = load_config([])
     inherited = sorted(k for k in default if k not in stated)
-    assert inherited and all(k not in config for k in inherited)  # e.g. testbed, method_seeds, audit
-    out = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "1", "--configfile",
-                          str(CONFIGS[name][0])], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert inherited and all(
+        k not in config for k in inherited
+    )  # e.g. testbed, method_seeds, audit
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--forceall",
+            "--cores",
+            "1",
+            "--configfile",
+            str(CONFIGS[name][0]),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     planned = int(re.search(r"^train\s+(\d+)$", out.stdout, re.MULTILINE).group(1))
     assert planned == len(training_jobs(config))
@@ -119,21 +166,31 @@ def test_every_paper_job_fits_an_80_gb_gpu_with_256_sequences_per_step():
 
 
 def test_gc2po_plan_command_prints_the_paper_plan():
-    out = subprocess.run([sys.executable, "-m", "gc2po.cli", "plan", "--configfile", "config/paper.yaml"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "gc2po.cli", "plan", "--configfile", "config/paper.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     lines = [line for line in out.stdout.splitlines() if "R1-Distill-Qwen-7B" in line]
-    assert len(lines) == 8 and all(line.rstrip().endswith("True") for line in lines)  # 8 Table 1 rows fit
+    assert len(lines) == 8 and all(
+        line.rstrip().endswith("True") for line in lines
+    )  # 8 Table 1 rows fit
 
 
 def test_the_schema_takes_its_method_names_from_the_registry():
     assert load_schema()["$defs"]["method"]["enum"] == sorted(METHODS)
 
 
-@pytest.mark.parametrize("trainer, match", [
-    ({"learning_rate": "abc"}, r"trainer.learning_rate must be float, got 'abc'"),
-    ({"beta": 0.02}, r"trainer.beta=0.02 conflicts with method 'dr_grpo'"),
-])
+@pytest.mark.parametrize(
+    "trainer, match",
+    [
+        ({"learning_rate": "abc"}, r"trainer.learning_rate must be float, got 'abc'"),
+        ({"beta": 0.02}, r"trainer.beta=0.02 conflicts with method 'dr_grpo'"),
+    ],
+)
 def test_a_bad_trainer_value_fails_validation_naming_the_key(trainer, match):
     config = load_config(CONFIGS["ci"])
     config["train"]["trainer"].update(trainer)

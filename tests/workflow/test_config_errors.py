@@ -32,19 +32,25 @@ def changed(path: str, value):
     return config
 
 
-@pytest.mark.parametrize("config, message", [
-    (changed("mode", "foo"), "mode: must be one of ['testbed', 'benchmark'], got 'foo'"),
-    (changed("seeds", []), "seeds: needs at least 1 item(s), got []"),
-    (changed("seeds", [0, -1]), "seeds[1]: must be >= 0, got -1"),
-    (changed("seeds", "1"), "seeds: must be array, got '1'"),
-    (changed("name", "a b"), "name: must match '^[A-Za-z0-9_.-]+$', got 'a b'"),
-    (changed("train.trainer", "x"), "train.trainer: must be object, got 'x'"),
-    (changed("train.trainer", None), "train: missing key(s) ['trainer']"),
-    (changed("train.epochs", 3), "train: unknown key(s) ['epochs']; valid: ['launcher', "),
-    (changed("evaluate.backend", "tpu"), "evaluate.backend: must be one of ['transformers', 'vllm', 'auto']"),
-    (changed("methods", ["grpo", "ppo"]), "methods[1]: must be one of ['dr_grpo', "),
-    (changed("epochs", 3), "the config: unknown key(s) ['epochs']; valid: ['ablation_bases', "),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (changed("mode", "foo"), "mode: must be one of ['testbed', 'benchmark'], got 'foo'"),
+        (changed("seeds", []), "seeds: needs at least 1 item(s), got []"),
+        (changed("seeds", [0, -1]), "seeds[1]: must be >= 0, got -1"),
+        (changed("seeds", "1"), "seeds: must be array, got '1'"),
+        (changed("name", "a b"), "name: must match '^[A-Za-z0-9_.-]+$', got 'a b'"),
+        (changed("train.trainer", "x"), "train.trainer: must be object, got 'x'"),
+        (changed("train.trainer", None), "train: missing key(s) ['trainer']"),
+        (changed("train.epochs", 3), "train: unknown key(s) ['epochs']; valid: ['launcher', "),
+        (
+            changed("evaluate.backend", "tpu"),
+            "evaluate.backend: must be one of ['transformers', 'vllm', 'auto']",
+        ),
+        (changed("methods", ["grpo", "ppo"]), "methods[1]: must be one of ['dr_grpo', "),
+        (changed("epochs", 3), "the config: unknown key(s) ['epochs']; valid: ['ablation_bases', "),
+    ],
+)
 def test_a_bad_workflow_config_value_is_one_line_naming_the_key(config, message):
     with pytest.raises(ValueError) as err:
         check_schema(config, LAYERED)
@@ -57,63 +63,105 @@ def test_a_partial_config_given_alone_says_to_layer_it_on_the_default():
         check_schema({"methods": ["grpo"]}, ["my.yaml"])
     assert str(err.value) == (
         "my.yaml: a config given alone must be complete (missing: name, mode, seeds, train, evaluate, report); "
-        "to change a few keys, pass config/config.yaml first: --configfile config/config.yaml my.yaml")
+        "to change a few keys, pass config/config.yaml first: --configfile config/config.yaml my.yaml"
+    )
     check_schema(load_config([]), None)  # the default itself is complete and valid
 
 
 def run(command: list[str], tmp_path: Path, overlay: str) -> subprocess.CompletedProcess:
     (tmp_path / "my.yaml").write_text(overlay)
-    return subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_snakemake_with_an_overlay_alone_fails_in_one_line(tmp_path):
-    out = run(["snakemake", "-n", "--cores", "1", "--configfile", str(tmp_path / "my.yaml")], tmp_path,
-              "methods: [grpo]\n")
+    out = run(
+        ["snakemake", "-n", "--cores", "1", "--configfile", str(tmp_path / "my.yaml")],
+        tmp_path,
+        "methods: [grpo]\n",
+    )
     assert out.returncode == 1
     assert out.stderr.strip() == (
         f"config error: {tmp_path}/my.yaml: a config given alone must be complete (missing: name, mode, seeds, "
         f"train, evaluate, report); to change a few keys, pass config/config.yaml first: --configfile "
-        f"config/config.yaml {tmp_path}/my.yaml")
+        f"config/config.yaml {tmp_path}/my.yaml"
+    )
 
 
 def test_snakemake_with_a_bad_trainer_value_fails_in_one_line(tmp_path):
-    out = run(["snakemake", "-n", "--cores", "1", "--configfile", "config/config.yaml", str(tmp_path / "my.yaml")],
-              tmp_path, "train:\n  trainer:\n    reward_weights: [-1.0]\n")
+    out = run(
+        [
+            "snakemake",
+            "-n",
+            "--cores",
+            "1",
+            "--configfile",
+            "config/config.yaml",
+            str(tmp_path / "my.yaml"),
+        ],
+        tmp_path,
+        "train:\n  trainer:\n    reward_weights: [-1.0]\n",
+    )
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("config error: config 'testbed': training job testbed/"), lines
+    assert len(lines) == 1 and lines[0].startswith(
+        "config error: config 'testbed': training job testbed/"
+    ), lines
     assert "trainer.reward_weights" in lines[0] and "weight -1.0 can give -1" in lines[0]
 
 
 def test_gc2po_plan_with_an_overlay_alone_fails_in_one_line(tmp_path):
-    out = run(["gc2po.cli", "plan", "--configfile", str(tmp_path / "my.yaml")], tmp_path, "seeds: [0]\n")
+    out = run(
+        ["gc2po.cli", "plan", "--configfile", str(tmp_path / "my.yaml")], tmp_path, "seeds: [0]\n"
+    )
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "a config given alone must be complete (missing: name, mode, methods" in lines[0]
+    assert (
+        len(lines) == 1
+        and "a config given alone must be complete (missing: name, mode, methods" in lines[0]
+    )
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"trainer": {"num_generations": 3, "per_device_train_batch_size": 2}},
-     "generation_batch_size (2) must be divisible by num_generations (3)"),
-    ({"method": "dr_grpo", "trainer": {"beta": 0.1}}, "trainer.beta=0.1 conflicts with method 'dr_grpo'"),
-    ({"trainer": {"reward_weights": [-1.0]}}, "trainer.reward_weights: method 'gc2po' needs rewards >= 0"),
-    ({"trainer": {"lambda_cf": 2.0}}, "lambda_cf must be in [0, 1], got 2.0"),
-    ({"trainer": {"perturbation": "nope"}}, "perturbation: unknown name 'nope'"),
-    ({"trainer": {"num_generations": 1}}, "num_generations must be >= 2"),
-    ({"trainer": {"adv_clip": -1}}, "adv_clip must be > 0, got -1.0"),
-    ({"precision": "fp8"}, "precision must be one of ['bf16-mixed', 'bf16', 'fp32'], got 'fp8'"),
-    ({"method": "ppo"}, "method: unknown name 'ppo'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"trainer": {"num_generations": 3, "per_device_train_batch_size": 2}},
+            "generation_batch_size (2) must be divisible by num_generations (3)",
+        ),
+        (
+            {"method": "dr_grpo", "trainer": {"beta": 0.1}},
+            "trainer.beta=0.1 conflicts with method 'dr_grpo'",
+        ),
+        (
+            {"trainer": {"reward_weights": [-1.0]}},
+            "trainer.reward_weights: method 'gc2po' needs rewards >= 0",
+        ),
+        ({"trainer": {"lambda_cf": 2.0}}, "lambda_cf must be in [0, 1], got 2.0"),
+        ({"trainer": {"perturbation": "nope"}}, "perturbation: unknown name 'nope'"),
+        ({"trainer": {"num_generations": 1}}, "num_generations must be >= 2"),
+        ({"trainer": {"adv_clip": -1}}, "adv_clip must be > 0, got -1.0"),
+        (
+            {"precision": "fp8"},
+            "precision must be one of ['bf16-mixed', 'bf16', 'fp32'], got 'fp8'",
+        ),
+        ({"method": "ppo"}, "method: unknown name 'ppo'"),
+    ],
+)
 def test_a_bad_run_config_value_is_one_line_naming_the_key(change, message, run_files):
     with pytest.raises(ValueError) as err:
         build_args({**run_files, **change})
     assert message in str(err.value) and "\n" not in str(err.value), str(err.value)
 
 
-@pytest.mark.parametrize("loader, what", [
-    (lambda path: load_config([path]), "cannot read workflow config"),
-    (load_run_config, "cannot read run config"),
-])
+@pytest.mark.parametrize(
+    "loader, what",
+    [
+        (lambda path: load_config([path]), "cannot read workflow config"),
+        (load_run_config, "cannot read run config"),
+    ],
+)
 def test_a_broken_yaml_file_is_one_line_naming_where(loader, what, tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("model: [a\ntrainer: {x: 1\n")
@@ -124,8 +172,10 @@ def test_a_broken_yaml_file_is_one_line_naming_where(loader, what, tmp_path):
 
 OLD_SPELLINGS = [
     ("mode: benchmarks\n", "mode: 'benchmarks' is now spelled 'benchmark': set it to benchmark"),
-    ("train:\n  task: math\n",
-     "train.task: 'math' is now set by mode: remove train.task and set mode: benchmark"),
+    (
+        "train:\n  task: math\n",
+        "train.task: 'math' is now set by mode: remove train.task and set mode: benchmark",
+    ),
 ]
 
 

@@ -20,8 +20,14 @@ from tests.workflow.slurm_workflow import ROOT, new_workdir
 
 pytestmark = pytest.mark.skipif(shutil.which("dvc") is None, reason="dvc is a dev dependency")
 STAGE = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["workflow"]
-ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-       "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+ENV = {
+    **os.environ,
+    "DVC_NO_ANALYTICS": "1",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+}
 
 
 def run(*args: str, cwd: Path) -> str:
@@ -39,8 +45,8 @@ def config_files(name: str) -> list[str]:
     args = shlex.split(STAGE["foreach"][name]["snakemake"])
     if "--configfile" not in args:
         return ["config/config.yaml"]
-    files = args[args.index("--configfile") + 1:]
-    return files[:next((i for i, a in enumerate(files) if a.startswith("-")), len(files))]
+    files = args[args.index("--configfile") + 1 :]
+    return files[: next((i for i, a in enumerate(files) if a.startswith("-")), len(files))]
 
 
 @pytest.mark.parametrize("name", ["testbed", "ci", "paper"])
@@ -51,9 +57,20 @@ def test_stage_versions_the_configs_prepared_data_and_checkpoints(name, tmp_path
         merged.update(yaml.safe_load((ROOT / path).read_text()))
     assert merged["name"] == name  # the key names the folders the stage's outs point at
     work = new_workdir(tmp_path / "wf")
-    summary = run(sys.executable, "-m", "snakemake", "-n", "--summary",
-                  "-s", str(ROOT / "Snakefile"), "-d", str(work),
-                  "--configfile", *config_files(name), cwd=work)
+    summary = run(
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-n",
+        "--summary",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(work),
+        "--configfile",
+        *config_files(name),
+        cwd=work,
+    )
     outputs = [line.split("\t")[0] for line in summary.splitlines()[1:] if "\t" in line]
     kept = [p for p in outputs if p.startswith((f"resources/{name}/", f"results/{name}/runs/"))]
     outs = stage_outs(name)
@@ -63,8 +80,12 @@ def test_stage_versions_the_configs_prepared_data_and_checkpoints(name, tmp_path
 
 
 def tree_digest(root: Path, folders: list[str]) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for folder in folders for p in sorted((root / folder).rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for folder in folders
+        for p in sorted((root / folder).rglob("*"))
+        if p.is_file()
+    }
 
 
 def clean_clone(dest: Path) -> Path:

@@ -25,8 +25,15 @@ def _imported_modules() -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for path in [*ROOT.glob("gc2po/**/*.py"), *ROOT.glob("workflow/scripts/*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else (
+                    [node.module]
+                    if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                    else []
+                )
+            )
             for name in names:
                 found.setdefault(name.split(".")[0], set()).add(str(path.relative_to(ROOT)))
     return found
@@ -49,10 +56,14 @@ def test_every_third_party_import_is_a_declared_dependency():
 def test_conda_envs_install_the_package_and_the_gpu_extra_where_vllm_runs():
     requires = PYPROJECT["project"]["requires-python"]
     assert requires == ">=3.11" and PYPROJECT["tool"]["ruff"]["target-version"] == "py311"
-    envs = {p.name: yaml.safe_load(p.read_text()) for p in (ROOT / "workflow" / "envs").glob("*.yaml")}
+    envs = {
+        p.name: yaml.safe_load(p.read_text()) for p in (ROOT / "workflow" / "envs").glob("*.yaml")
+    }
     assert set(envs) == {"gc2po.yaml", "gc2po-gpu.yaml"}
     for name, env in envs.items():
-        python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python="))
+        python = next(
+            d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python=")
+        )
         assert tuple(map(int, python.split("=")[1].split("."))) >= (3, 11), name
         pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
         assert pip == (["-e ../..[gpu]"] if name == "gc2po-gpu.yaml" else ["-e ../.."]), name

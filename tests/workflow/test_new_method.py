@@ -53,10 +53,15 @@ def toy_overlay() -> dict:
     overlay = yaml.safe_load((ROOT / "config/ci.yaml").read_text())
     overlay.pop("audit")
     overlay["evaluate"].pop("learning_curve")
-    overlay.update(name="toy", methods=["toy_sign"], ablation_methods=[],
-                   sweeps={"lambda_exp": [], "lambda_cf": []})
-    overlay["report"].update(main_methods=["toy_sign"], ablation_methods=[],
-                             cost_reference="toy_sign", comparisons=[])
+    overlay.update(
+        name="toy",
+        methods=["toy_sign"],
+        ablation_methods=[],
+        sweeps={"lambda_exp": [], "lambda_cf": []},
+    )
+    overlay["report"].update(
+        main_methods=["toy_sign"], ablation_methods=[], cost_reference="toy_sign", comparisons=[]
+    )
     return overlay
 
 
@@ -77,9 +82,21 @@ def test_a_new_method_file_trains_through_the_workflow_and_is_the_only_change(tm
     # the copy's package, not the installed one nor this checkout's (`python -m` puts the working
     # folder first on sys.path)
     env = {**os.environ, "PYTHONPATH": str(copy)}
-    command = [sys.executable, "-m", "snakemake", "--cores", "2", "-s", str(copy / "Snakefile"),
-               "-d", str(work), f"{target}/final",
-               "--configfile", str(copy / "config/config.yaml"), str(overlay)]
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        "-s",
+        str(copy / "Snakefile"),
+        "-d",
+        str(work),
+        f"{target}/final",
+        "--configfile",
+        str(copy / "config/config.yaml"),
+        str(overlay),
+    ]
     out = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-5000:]
     run = work / target

@@ -28,13 +28,30 @@ def workdir(path: Path) -> Path:
 
 
 def snakemake_command(path: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "--cores", "2", "-s", str(ROOT / "Snakefile"), "-d", str(path),
-            "--configfile", "config/config.yaml", "config/ci.yaml", "config/resume.yaml", "--rerun-incomplete",
-            *extra, f"{RUN}/final"]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(path),
+        "--configfile",
+        "config/config.yaml",
+        "config/ci.yaml",
+        "config/resume.yaml",
+        "--rerun-incomplete",
+        *extra,
+        f"{RUN}/final",
+    ]
 
 
 def run(path: Path, *extra: str) -> subprocess.CompletedProcess:
-    out = subprocess.run(snakemake_command(path, *extra), cwd=path, capture_output=True, text=True, timeout=1200)
+    out = subprocess.run(
+        snakemake_command(path, *extra), cwd=path, capture_output=True, text=True, timeout=1200
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     return out
 
@@ -52,9 +69,16 @@ def test_a_killed_training_job_resumes_and_matches_an_uninterrupted_run(tmp_path
     reference = workdir(tmp_path / "reference")
     run(reference)
     killed = workdir(tmp_path / "killed")
-    shutil.copytree(reference / "resources", killed / "resources", copy_function=shutil.copy2)  # same data and base
-    job = subprocess.Popen(snakemake_command(killed), cwd=killed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           start_new_session=True)
+    shutil.copytree(
+        reference / "resources", killed / "resources", copy_function=shutil.copy2
+    )  # same data and base
+    job = subprocess.Popen(
+        snakemake_command(killed),
+        cwd=killed,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 900  # a bound on the test, not on what is computed
         # killed at any moment after the second checkpoint began (maybe while saving one); any
@@ -67,21 +91,42 @@ def test_a_killed_training_job_resumes_and_matches_an_uninterrupted_run(tmp_path
         os.killpg(job.pid, signal.SIGKILL)  # snakemake, the job's shell and the trainer
         job.wait()
     assert not (killed / RUN / "final").exists()
-    subprocess.run([sys.executable, "-m", "snakemake", "--unlock", "-s", str(ROOT / "Snakefile"), "-d", str(killed),
-                    "--configfile", "config/config.yaml", "config/ci.yaml", "config/resume.yaml"],
-                   cwd=killed, capture_output=True, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--unlock",
+            "-s",
+            str(ROOT / "Snakefile"),
+            "-d",
+            str(killed),
+            "--configfile",
+            "config/config.yaml",
+            "config/ci.yaml",
+            "config/resume.yaml",
+        ],
+        cwd=killed,
+        capture_output=True,
+        check=True,
+    )
     run(killed)
     log = (killed / "logs" / "ci" / "train" / "testbed_grpo_seed0.log").read_text()
     assert "resume=True from checkpoint-" in log, log[-2000:]
     expected, got = parameters(reference), parameters(killed)
     for name, value in expected.items():
-        torch.testing.assert_close(got[name], value, atol=1e-6, rtol=1e-5, msg=f"{name} differs after the resume")
-    metrics = [yaml.safe_load(line) for line in (killed / RUN / "metrics.jsonl").read_text().splitlines()]
+        torch.testing.assert_close(
+            got[name], value, atol=1e-6, rtol=1e-5, msg=f"{name} differs after the resume"
+        )
+    metrics = [
+        yaml.safe_load(line) for line in (killed / RUN / "metrics.jsonl").read_text().splitlines()
+    ]
     assert [m["step"] for m in metrics if "loss" in m] == list(range(1, 13))  # every step once
 
     # a changed run config reruns the job from scratch, never from the old checkpoints
-    (killed / "config" / "resume.yaml").write_text(yaml.safe_dump({"train": {"trainer": {"max_steps": 2,
-                                                                                          "save_steps": 1}}}))
+    (killed / "config" / "resume.yaml").write_text(
+        yaml.safe_dump({"train": {"trainer": {"max_steps": 2, "save_steps": 1}}})
+    )
     run(killed)
     log = (killed / "logs" / "ci" / "train" / "testbed_grpo_seed0.log").read_text()
     assert "starting over" in log and "(resume=False)" in log, log[-2000:]

@@ -41,7 +41,11 @@ from tests.workflow.slurm_workflow import (
 )
 
 CI_CONFIG = ("--configfile", "config/config.yaml", "config/ci.yaml")
-TABLES = [f"{table}.{ext}" for table in ("table1", "generalization", "ablation") for ext in ("md", "tex", "csv")]
+TABLES = [
+    f"{table}.{ext}"
+    for table in ("table1", "generalization", "ablation")
+    for ext in ("md", "tex", "csv")
+]
 # Rules the workflow runs on the submit host besides the downloads: the target and the
 # training jobs' run configs (a file written from the config in a second).
 LOCAL = {"all", "run_config"}
@@ -91,7 +95,11 @@ def test_local_cluster_stops_its_daemons_when_the_test_fails(tmp_path):
             raise RuntimeError("a failing test")
     assert cluster.pids.keys() == {"munged", "slurmctld", "slurmd"}
     assert not [pid for pid in cluster.pids.values() if pid_alive(pid)]
-    assert not (root / "state").exists() and not (root / "spool").exists() and not (root / "munge").exists()
+    assert (
+        not (root / "state").exists()
+        and not (root / "spool").exists()
+        and not (root / "munge").exists()
+    )
 
 
 @pytest.mark.slow
@@ -101,8 +109,13 @@ def test_ci_config_runs_through_sbatch_like_a_local_run(slurm, ci_through_slurm,
     jobs = submitted_jobs(output)
     planned = planned_jobs(output)
     # every job but the local ones (`all`, the run configs a training job reads) went to SLURM, once
-    submitted_per_rule = {rule: sum(job.rule == rule for job in jobs) for rule in {job.rule for job in jobs}}
-    assert submitted_per_rule == {rule: n for rule, n in planned.items() if rule not in LOCAL}, (planned, jobs)
+    submitted_per_rule = {
+        rule: sum(job.rule == rule for job in jobs) for rule in {job.rule for job in jobs}
+    }
+    assert submitted_per_rule == {rule: n for rule, n in planned.items() if rule not in LOCAL}, (
+        planned,
+        jobs,
+    )
     local = re.findall(r"^localrule (\w+):", output, re.MULTILINE)
     assert set(local) == LOCAL and local.count("run_config") == planned["train"], local
     # ... and SLURM recorded each of them as completed, under the run's job name
@@ -112,7 +125,9 @@ def test_ci_config_runs_through_sbatch_like_a_local_run(slurm, ci_through_slurm,
         assert records[job.slurm_id]["JobState"] == "COMPLETED", records.get(job.slurm_id)
         assert records[job.slurm_id]["Name"] == run_id
         assert job.log.is_file() and job.log.is_relative_to(work / "logs" / "slurm")
-    assert {f"JobId={job.slurm_id}" for job in jobs} <= set(re.findall(r"JobId=\d+", slurm.controller_log.read_text()))
+    assert {f"JobId={job.slurm_id}" for job in jobs} <= set(
+        re.findall(r"JobId=\d+", slurm.controller_log.read_text())
+    )
 
     local_run, out = ci_local_run  # the same config run with `--cores 2` (conftest.py)
     assert out.returncode == 0, out.stderr[-5000:]
@@ -154,37 +169,61 @@ def test_gpu_rules_request_their_gpus_once(slurm, tmp_path):
     profile = cluster_profile(tmp_path / "profile", slurm)
     work = new_workdir(tmp_path / "wf")
     _paper_inputs(work)
-    targets = ["results/paper/runs/DeepScaleR-1.5B/gc2po/seed0/final",
-               "results/paper/eval/DeepScaleR-1.5B/base/seed0/aime2024.jsonl"]
+    targets = [
+        "results/paper/runs/DeepScaleR-1.5B/gc2po/seed0/final",
+        "results/paper/eval/DeepScaleR-1.5B/base/seed0/aime2024.jsonl",
+    ]
     # --keep-going: the training job is submitted after its (local) run config is written, when
     # the evaluation job's submission has already failed
-    out = run_snakemake(slurm, work, *targets, "--keep-going", "--profile", str(profile),
-                        "--configfile", "config/config.yaml", "config/paper.yaml", timeout=300)
+    out = run_snakemake(
+        slurm,
+        work,
+        *targets,
+        "--keep-going",
+        "--profile",
+        str(profile),
+        "--configfile",
+        "config/config.yaml",
+        "config/paper.yaml",
+        timeout=300,
+    )
     assert out.returncode != 0
     assert "Invalid generic resource (gres) specification" in out.stderr  # SLURM's own message
     assert not submitted_jobs(out.stderr)
     lines = sbatch_lines(out.stderr)
-    gpus_of_rule = {rule: int(n) for rule, n in re.findall(r"^rule (\w+):\n(?:    .*\n)*?    resources: .*\bgpu=(\d+)",
-                                                          out.stderr, re.MULTILINE)}
-    assert set(gpus_of_rule) == {"train", "evaluate"} and min(gpus_of_rule.values()) >= 1, gpus_of_rule
+    gpus_of_rule = {
+        rule: int(n)
+        for rule, n in re.findall(
+            r"^rule (\w+):\n(?:    .*\n)*?    resources: .*\bgpu=(\d+)", out.stderr, re.MULTILINE
+        )
+    }
+    assert set(gpus_of_rule) == {"train", "evaluate"} and min(gpus_of_rule.values()) >= 1, (
+        gpus_of_rule
+    )
     for rule, gpus in gpus_of_rule.items():
         rule_lines = [line for line in lines if f"--comment rule_{rule}_" in line]
         assert rule_lines, (rule, lines)
         for line in rule_lines:
             options = line.split(" --wrap=", 1)[0].split()
-            assert [o for o in options if o.startswith(("--gpus", "--gres"))] == [f"--gpus={gpus}"], line
-            assert not [o for o in options if o.startswith(("--ntasks", "-n"))], line  # one task, N processes
+            assert [o for o in options if o.startswith(("--gpus", "--gres"))] == [
+                f"--gpus={gpus}"
+            ], line
+            assert not [o for o in options if o.startswith(("--ntasks", "-n"))], (
+                line
+            )  # one task, N processes
 
 
 def _env_snakefile(path: Path) -> Path:
     """The workflow plus one rule that records, inside its cluster job, what the job sees."""
-    path.write_text(f'include: "{ROOT / "Snakefile"}"\n\n\n'
-                    "rule cluster_environment:\n"
-                    '    output: "cluster_environment.txt"\n'
-                    "    resources: mem_mb=200, runtime=5\n"
-                    "    shell: 'echo \"HF_HUB_OFFLINE=${{HF_HUB_OFFLINE-unset}} "
-                    "HF_DATASETS_OFFLINE=${{HF_DATASETS_OFFLINE-unset}} host=$(hostname) "
-                    "job=${{SLURM_JOB_ID-none}}\" > {output}'\n")
+    path.write_text(
+        f'include: "{ROOT / "Snakefile"}"\n\n\n'
+        "rule cluster_environment:\n"
+        '    output: "cluster_environment.txt"\n'
+        "    resources: mem_mb=200, runtime=5\n"
+        "    shell: 'echo \"HF_HUB_OFFLINE=${{HF_HUB_OFFLINE-unset}} "
+        "HF_DATASETS_OFFLINE=${{HF_DATASETS_OFFLINE-unset}} host=$(hostname) "
+        "job=${{SLURM_JOB_ID-none}}\" > {output}'\n"
+    )
     return path
 
 
@@ -192,19 +231,37 @@ def _offline_overlay(work: Path, tiny_model_dir: Path) -> Path:
     """Mode benchmark with one local dataset and one 'hub' base model in a local folder: the
     download rules have work to do without the internet."""
     data = work / "tiny_math500.jsonl"
-    data.write_text("".join(json.dumps({"problem": f"What is {i} + {i}?", "answer": str(2 * i)}) + "\n"
-                            for i in range(3)))
+    data.write_text(
+        "".join(
+            json.dumps({"problem": f"What is {i} + {i}?", "answer": str(2 * i)}) + "\n"
+            for i in range(3)
+        )
+    )
     overlay = work / "config" / "slurmenv.yaml"
-    overlay.write_text(json.dumps({
-        "name": "slurmenv", "mode": "benchmark", "seeds": [0], "methods": ["grpo"],
-        "sweeps": {"lambda_exp": [], "lambda_cf": []},
-        "datasets": {"tiny": {"benchmark": "math500", "path": str(data)}},
-        "base_models": {"tinyhub": {"source": "hub", "path": str(tiny_model_dir), "train_data": "tiny"}},
-        "evaluate": {"benchmarks": ["tiny"], "budgets": []},
-        "audit": {"models": []},
-        "report": {"main_methods": ["grpo"], "ablation_methods": ["grpo"], "generalization_benchmarks": ["tiny"],
-                   "cost_reference": "grpo", "comparisons": []},
-    }))
+    overlay.write_text(
+        json.dumps(
+            {
+                "name": "slurmenv",
+                "mode": "benchmark",
+                "seeds": [0],
+                "methods": ["grpo"],
+                "sweeps": {"lambda_exp": [], "lambda_cf": []},
+                "datasets": {"tiny": {"benchmark": "math500", "path": str(data)}},
+                "base_models": {
+                    "tinyhub": {"source": "hub", "path": str(tiny_model_dir), "train_data": "tiny"}
+                },
+                "evaluate": {"benchmarks": ["tiny"], "budgets": []},
+                "audit": {"models": []},
+                "report": {
+                    "main_methods": ["grpo"],
+                    "ablation_methods": ["grpo"],
+                    "generalization_benchmarks": ["tiny"],
+                    "cost_reference": "grpo",
+                    "comparisons": [],
+                },
+            }
+        )
+    )
     return overlay
 
 
@@ -214,43 +271,88 @@ def test_downloads_run_on_the_submit_host_and_cluster_jobs_offline(slurm, tmp_pa
     work = new_workdir(tmp_path / "wf")
     overlay = _offline_overlay(work, tiny_model_dir)
     snakefile = _env_snakefile(tmp_path / "Snakefile")
-    targets = ["resources/slurmenv/data/tiny.jsonl", "resources/slurmenv/models/tinyhub.hub.json",
-               "cluster_environment.txt"]
-    out = run_snakemake(slurm, work, *targets, "--profile", str(profile), "--configfile", "config/config.yaml",
-                        str(overlay), timeout=300, snakefile=snakefile)
+    targets = [
+        "resources/slurmenv/data/tiny.jsonl",
+        "resources/slurmenv/models/tinyhub.hub.json",
+        "cluster_environment.txt",
+    ]
+    out = run_snakemake(
+        slurm,
+        work,
+        *targets,
+        "--profile",
+        str(profile),
+        "--configfile",
+        "config/config.yaml",
+        str(overlay),
+        timeout=300,
+        snakefile=snakefile,
+    )
     assert out.returncode == 0, out.stderr[-5000:]
     assert "localrule benchmark_data:" in out.stderr and "localrule hub_model:" in out.stderr
     assert [job.rule for job in submitted_jobs(out.stderr)] == ["cluster_environment"]
     seen = (work / "cluster_environment.txt").read_text()
     assert "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1" in seen and "job=none" not in seen, seen
-    assert json.loads((work / "resources/slurmenv/models/tinyhub.hub.json").read_text())["local_folder"] is True
+    assert (
+        json.loads((work / "resources/slurmenv/models/tinyhub.hub.json").read_text())[
+            "local_folder"
+        ]
+        is True
+    )
 
 
-@pytest.mark.parametrize("overlay, downloads", [
-    ("config/paper.yaml", {"benchmark_data", "hub_model"}),
-    ("config/smollm2.yaml", {"benchmark_data", "gguf_model"}),
-])
+@pytest.mark.parametrize(
+    "overlay, downloads",
+    [
+        ("config/paper.yaml", {"benchmark_data", "hub_model"}),
+        ("config/smollm2.yaml", {"benchmark_data", "gguf_model"}),
+    ],
+)
 def test_plan_submits_no_rule_that_downloads(overlay, downloads):
     """The cluster jobs of a plan are the rules outside DOWNLOAD_RULES (which the Snakefile makes
     localrules; test_downloads_run_on_the_submit_host_and_cluster_jobs_offline shows they run on
     the submit host): training, evaluation, tables and figures, which read files and the Hub
     cache. Every job that loads a Hub base model (training, evaluating the base model) waits for
     its download into the cache; evaluations of trained models load their checkpoint."""
-    out = subprocess.run(snakemake_command("-n", "--forceall", "--profile", "workflow/profiles/slurm",
-                                           "--configfile", "config/config.yaml", overlay),
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        snakemake_command(
+            "-n",
+            "--forceall",
+            "--profile",
+            "workflow/profiles/slurm",
+            "--configfile",
+            "config/config.yaml",
+            overlay,
+        ),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     jobs = planned_job_blocks(out.stdout)
     planned = {rule for rule, _ in jobs}
     assert planned & set(download_rules()) == downloads
-    assert planned - set(download_rules()) - LOCAL == {"decontaminate", "train", "evaluate", "table", "comparison",
-                                                       "figures", "training_cost", "report_setup", "length_figure"}
+    assert planned - set(download_rules()) - LOCAL == {
+        "decontaminate",
+        "train",
+        "evaluate",
+        "table",
+        "comparison",
+        "figures",
+        "training_cost",
+        "report_setup",
+        "length_figure",
+    }
     import yaml
 
     config = yaml.safe_load((ROOT / overlay).read_text())
     hub_models = {label for label, spec in config["base_models"].items() if spec["source"] == "hub"}
-    loads_base = [(rule, fields) for rule, fields in jobs
-                  if rule == "train" or (rule == "evaluate" and "model=base" in fields["wildcards"])]
+    loads_base = [
+        (rule, fields)
+        for rule, fields in jobs
+        if rule == "train" or (rule == "evaluate" and "model=base" in fields["wildcards"])
+    ]
     assert loads_base
     for rule, fields in loads_base:
         base = re.search(r"\bbase=([^,\s]+)", fields["wildcards"]).group(1)
@@ -271,35 +373,70 @@ def test_hub_model_rule_records_the_snapshot_offline_jobs_load(tmp_path, tiny_mo
     (cached / "refs" / "main").write_text(commit)
     work = new_workdir(tmp_path / "wf")
     overlay = _offline_overlay(work, tiny_model_dir)
-    overlay.write_text(overlay.read_text().replace(json.dumps(str(tiny_model_dir)), json.dumps("gc2po-test/tiny")))
+    overlay.write_text(
+        overlay.read_text().replace(json.dumps(str(tiny_model_dir)), json.dumps("gc2po-test/tiny"))
+    )
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run(snakemake_command("resources/slurmenv/models/tinyhub.hub.json", "--cores", "1",
-                                           "--configfile", "config/config.yaml", str(overlay)),
-                         cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        snakemake_command(
+            "resources/slurmenv/models/tinyhub.hub.json",
+            "--cores",
+            "1",
+            "--configfile",
+            "config/config.yaml",
+            str(overlay),
+        ),
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     record = json.loads((work / "resources/slurmenv/models/tinyhub.hub.json").read_text())
     assert record["path"] == "gc2po-test/tiny" and record["revision"] == commit
     assert "model.safetensors" in record["files"]
-    load = subprocess.run([sys.executable, "-c", "from transformers import AutoModelForCausalLM as M; "
-                           "print(type(M.from_pretrained('gc2po-test/tiny')).__name__)"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    load = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from transformers import AutoModelForCausalLM as M; "
+            "print(type(M.from_pretrained('gc2po-test/tiny')).__name__)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert load.returncode == 0 and "ForCausalLM" in load.stdout, load.stderr[-2000:]
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("setting, message", [
-    ({"partition": "no_such_partition"}, "invalid partition specified: no_such_partition"),
-    ({"set_resources": {"testbed_data": {"runtime": "two hours"}}},
-     "Resource 'runtime' with value 'two hours' could not be parsed as minutes"),
-])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ({"partition": "no_such_partition"}, "invalid partition specified: no_such_partition"),
+        (
+            {"set_resources": {"testbed_data": {"runtime": "two hours"}}},
+            "Resource 'runtime' with value 'two hours' could not be parsed as minutes",
+        ),
+    ],
+)
 def test_bad_profile_value_fails_at_submission(slurm, tmp_path, setting, message):
     """An unknown partition reaches sbatch, which refuses it; a non-numeric runtime never does:
     Snakemake turns runtimes into minutes and refuses it, naming the rule, before submitting."""
     profile = cluster_profile(tmp_path / "profile", slurm, **setting)
     work = new_workdir(tmp_path / "wf")
     started = time.monotonic()
-    out = run_snakemake(slurm, work, "resources/ci/data/manifest.json", "--profile", str(profile), *CI_CONFIG,
-                        timeout=240)
+    out = run_snakemake(
+        slurm,
+        work,
+        "resources/ci/data/manifest.json",
+        "--profile",
+        str(profile),
+        *CI_CONFIG,
+        timeout=240,
+    )
     assert out.returncode != 0
     assert message in out.stderr, out.stderr[-3000:]
     assert not submitted_jobs(out.stderr)
@@ -318,18 +455,34 @@ def test_scancel_resubmits_and_resumes(slurm, ci_through_slurm, tmp_path):
     workflow completes."""
     work = tmp_path / "wf"
     shutil.copytree(ci_through_slurm[0], work, symlinks=True)
-    (work / "config" / "longer.yaml").write_text("train: {trainer: {max_steps: 24, save_steps: 1}}\n")
+    (work / "config" / "longer.yaml").write_text(
+        "train: {trainer: {max_steps: 24, save_steps: 1}}\n"
+    )
     profile = cluster_profile(tmp_path / "profile", slurm)
     log = tmp_path / "snakemake.log"
-    run = start_snakemake(slurm, work, TRAIN_TARGET, "--profile", str(profile), *CI_CONFIG, "config/longer.yaml",
-                          output=log)
+    run = start_snakemake(
+        slurm,
+        work,
+        TRAIN_TARGET,
+        "--profile",
+        str(profile),
+        *CI_CONFIG,
+        "config/longer.yaml",
+        output=log,
+    )
     run_dir = work / TRAIN_TARGET.removesuffix("/final")
     try:
-        first = wait_until(lambda: submitted_jobs(log.read_text()), 300, "the training job's submission")[0]
+        first = wait_until(
+            lambda: submitted_jobs(log.read_text()), 300, "the training job's submission"
+        )[0]
         assert first.rule == "train"
         # any checkpoint-N with N >= 2: save_total_limit may remove checkpoint-2 before a poll sees it
-        wait_until(lambda: any(int(p.name.split("-")[1]) >= 2 for p in run_dir.glob("checkpoint-*")), 900,
-                   f"job {first.slurm_id}'s second checkpoint", poll=0.2)
+        wait_until(
+            lambda: any(int(p.name.split("-")[1]) >= 2 for p in run_dir.glob("checkpoint-*")),
+            900,
+            f"job {first.slurm_id}'s second checkpoint",
+            poll=0.2,
+        )
         subprocess.run(["scancel", first.slurm_id], env=slurm.env, check=True, timeout=30)
         assert run.wait(timeout=1800) == 0, log.read_text()[-5000:]
     finally:

@@ -16,8 +16,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def snakemake(*args, cwd=ROOT, timeout=900):
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_lint_is_clean():
@@ -28,28 +33,63 @@ def test_lint_is_clean():
 def test_dry_run_of_default_config_plans_every_stage():
     out = snakemake("-n", "--forceall", "--cores", "2")  # plan every job even where results exist
     assert out.returncode == 0, out.stderr
-    for rule in ("testbed_data", "warm_start", "train", "evaluate", "evaluate_greedy", "table", "comparison",
-                 "figures", "length_figure"):
+    for rule in (
+        "testbed_data",
+        "warm_start",
+        "train",
+        "evaluate",
+        "evaluate_greedy",
+        "table",
+        "comparison",
+        "figures",
+        "length_figure",
+    ):
         assert f"rule {rule}:" in out.stdout, rule
     assert "rule audit:" not in out.stdout  # the audit is config/testbed_full.yaml's
 
 
 def test_dry_run_of_the_full_testbed_table_plans_the_audit_and_one_table_alone():
-    out = snakemake("-n", "--forceall", "--cores", "2", "--configfile", "config/config.yaml", "config/testbed_full.yaml")
+    out = snakemake(
+        "-n",
+        "--forceall",
+        "--cores",
+        "2",
+        "--configfile",
+        "config/config.yaml",
+        "config/testbed_full.yaml",
+    )
     assert out.returncode == 0, out.stderr
     for rule in ("train", "evaluate", "evaluate_greedy", "table", "audit", "audit_figure"):
         assert f"rule {rule}:" in out.stdout, rule
     # the target before --configfile, which takes every argument after it
-    one = snakemake("-n", "--forceall", "--cores", "2", "results/testbed_full/tables/table1.md",
-                    "--configfile", "config/config.yaml", "config/testbed_full.yaml")
+    one = snakemake(
+        "-n",
+        "--forceall",
+        "--cores",
+        "2",
+        "results/testbed_full/tables/table1.md",
+        "--configfile",
+        "config/config.yaml",
+        "config/testbed_full.yaml",
+    )
     assert one.returncode == 0, one.stderr
-    assert "rule audit:" not in one.stdout and "rule table:" in one.stdout and "rule figures:" not in one.stdout
+    assert (
+        "rule audit:" not in one.stdout
+        and "rule table:" in one.stdout
+        and "rule figures:" not in one.stdout
+    )
 
 
-@pytest.mark.parametrize("overlay, rules", [
-    ("config/paper.yaml", ("benchmark_data", "train", "evaluate", "table", "figures")),
-    ("config/smollm2.yaml", ("benchmark_data", "gguf_model", "train", "evaluate", "table", "figures")),
-])
+@pytest.mark.parametrize(
+    "overlay, rules",
+    [
+        ("config/paper.yaml", ("benchmark_data", "train", "evaluate", "table", "figures")),
+        (
+            "config/smollm2.yaml",
+            ("benchmark_data", "gguf_model", "train", "evaluate", "table", "figures"),
+        ),
+    ],
+)
 def test_dry_run_of_overlay_configs_plans_the_dag(overlay, rules):
     out = snakemake("-n", "--forceall", "--cores", "2", "--configfile", overlay)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -65,8 +105,10 @@ def test_bad_config_value_fails_before_any_job(tmp_path):
     bad.write_text("methods: [gc2po, ppo]\n")
     out = snakemake("-n", "--cores", "1", "--configfile", "config/config.yaml", str(bad))
     assert out.returncode != 0
-    assert out.stderr.strip() == (f"config error: config/config.yaml {bad}: methods[1]: must be one of "
-                                  f"{sorted(METHODS)}, got 'ppo'")
+    assert out.stderr.strip() == (
+        f"config error: config/config.yaml {bad}: methods[1]: must be one of "
+        f"{sorted(METHODS)}, got 'ppo'"
+    )
 
 
 @pytest.mark.slow
@@ -75,40 +117,108 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert out.returncode == 0, out.stderr[-5000:]
     tables = work / "results" / "ci" / "tables"
     table1 = (tables / "table1.md").read_text()
-    assert "| testbed (base) |" in table1 and "| + GC2PO (paper) |" in table1 and "| + GRPO |" in table1
+    assert (
+        "| testbed (base) |" in table1
+        and "| + GC2PO (paper) |" in table1
+        and "| + GRPO |" in table1
+    )
     assert "| + GC2PO (corrected, additive) |" in table1  # a departure from the paper, labelled so
-    assert "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 new tokens" in table1
+    assert (
+        "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 new tokens"
+        in table1
+    )
     csv = (tables / "table1.csv").read_text().splitlines()
-    assert csv[0].startswith("block,model,benchmark,mean,ci_low,ci_high,diff,diff_ci_low,diff_ci_high")
-    assert all((tables / f"{t}.{ext}").exists() for t in ("table1", "generalization", "ablation")
-               for ext in ("tex", "html"))
-    assert "| testbed | Test (ID) |" in (tables / "gc2po_vs_grpo.md").read_text()  # report.comparisons
-    curve = (work / "results" / "ci" / "curves" / "testbed" / "gc2po" / "seed0.csv").read_text().splitlines()
-    assert curve[0] == "step,benchmark,accuracy,problems,samples,model" and len(curve) == 1 + 2 * 2  # steps 0, 1
-    for name in ("grad_norm", "sampling_ratio", "training_cost_testbed", "budget_curves", "token_usage",
-                 "lambda_ablation", "reward_audit", "learning_curves", "length_episodes"):
+    assert csv[0].startswith(
+        "block,model,benchmark,mean,ci_low,ci_high,diff,diff_ci_low,diff_ci_high"
+    )
+    assert all(
+        (tables / f"{t}.{ext}").exists()
+        for t in ("table1", "generalization", "ablation")
+        for ext in ("tex", "html")
+    )
+    assert (
+        "| testbed | Test (ID) |" in (tables / "gc2po_vs_grpo.md").read_text()
+    )  # report.comparisons
+    curve = (
+        (work / "results" / "ci" / "curves" / "testbed" / "gc2po" / "seed0.csv")
+        .read_text()
+        .splitlines()
+    )
+    assert (
+        curve[0] == "step,benchmark,accuracy,problems,samples,model" and len(curve) == 1 + 2 * 2
+    )  # steps 0, 1
+    for name in (
+        "grad_norm",
+        "sampling_ratio",
+        "training_cost_testbed",
+        "budget_curves",
+        "token_usage",
+        "lambda_ablation",
+        "reward_audit",
+        "learning_curves",
+        "length_episodes",
+    ):
         assert (work / "results" / "ci" / "figures" / f"{name}.png").stat().st_size > 1000
         assert (work / "results" / "ci" / "figures" / f"{name}.pdf").exists()
-    summary = json.loads((work / "results" / "ci" / "eval" / "testbed" / "grpo" / "seed0" /
-                          "test_id.jsonl.summary.json").read_text())
-    assert summary["key"] == {"base": "testbed", "run": "grpo", "seed": 0} and len(summary["data"]["sha256"]) == 64
+    summary = json.loads(
+        (
+            work
+            / "results"
+            / "ci"
+            / "eval"
+            / "testbed"
+            / "grpo"
+            / "seed0"
+            / "test_id.jsonl.summary.json"
+        ).read_text()
+    )
+    assert (
+        summary["key"] == {"base": "testbed", "run": "grpo", "seed": 0}
+        and len(summary["data"]["sha256"]) == 64
+    )
     # the machine that computed it (the tables above never read it); the setup page lists it
     capability = summary["machine"]["torch_cpu_capability"]
     setup = (work / "results" / "ci" / "report" / "setup.html").read_text()
     assert "<h3>Machines</h3>" in setup and f"<td>{capability}</td>" in setup
     # the report opens on the run's description and holds the tables and the setup page
-    report = snakemake("-s", str(ROOT / "Snakefile"), "-d", str(work), "--configfile", "config/config.yaml",
-                       "config/ci.yaml", "--report", str(work / "report.html"))
+    report = snakemake(
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(work),
+        "--configfile",
+        "config/config.yaml",
+        "config/ci.yaml",
+        "--report",
+        str(work / "report.html"),
+    )
     assert report.returncode == 0, report.stderr[-3000:]
     html = (work / "report.html").read_text()
     assert "GC2PO reproduction: ci" in html and "Seeds: 0" in html
-    for entry in ("tables/table1.html", "tables/ablation.html", "report/setup.html", "figures/training_cost_testbed.png"):
+    for entry in (
+        "tables/table1.html",
+        "tables/ablation.html",
+        "report/setup.html",
+        "figures/training_cost_testbed.png",
+    ):
         assert entry in html, entry
     rulegraph = json.loads(re.search(r"var rulegraph_spec = (.*);", html).group(1))
     nodes = next(data["values"] for data in rulegraph["data"] if data["name"] == "node-data")
     drawn = [node["rule"] for node in nodes]
-    assert len(drawn) == len(set(drawn)) and {"evaluate", "audit", "train"} <= set(drawn), drawn  # once each
+    assert len(drawn) == len(set(drawn)) and {"evaluate", "audit", "train"} <= set(drawn), (
+        drawn
+    )  # once each
     # a rerun has nothing to do
-    again = snakemake("-n", "--cores", "2", "-s", str(ROOT / "Snakefile"), "-d", str(work),
-                      "--configfile", "config/config.yaml", "config/ci.yaml")
+    again = snakemake(
+        "-n",
+        "--cores",
+        "2",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "-d",
+        str(work),
+        "--configfile",
+        "config/config.yaml",
+        "config/ci.yaml",
+    )
     assert "Nothing to be done" in again.stdout + again.stderr

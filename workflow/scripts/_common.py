@@ -13,7 +13,11 @@ def logged(snakemake):
     if path is None:
         yield print
         return
-    with open(path, "w") as handle, contextlib.redirect_stdout(handle), contextlib.redirect_stderr(handle):
+    with (
+        open(path, "w") as handle,
+        contextlib.redirect_stdout(handle),
+        contextlib.redirect_stderr(handle),
+    ):
         logging.basicConfig(stream=handle, level=logging.INFO, force=True)
 
         def log(*args):

@@ -13,6 +13,7 @@ from gc2po.reporting.names import method_name  # noqa: E402
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
+
     def key(path: Path) -> tuple[str, str]:
         """(base, panel label) of an audit's summary.json (of a model or a kept checkpoint)."""
         audit = audit_of_summary(path)

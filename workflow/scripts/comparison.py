@@ -12,6 +12,13 @@ sm = snakemake  # noqa: F821
 with logged(sm) as log:
     method_a, method_b = sm.params.pair
     files = [EvalFile.from_path(path) for path in sm.input.samples]
-    rows = write_comparison(files, method_a, method_b, sm.params.benchmarks, md=sm.output.md,
-                            csv=sm.output.csv, names=sm.params.names)
+    rows = write_comparison(
+        files,
+        method_a,
+        method_b,
+        sm.params.benchmarks,
+        md=sm.output.md,
+        csv=sm.output.csv,
+        names=sm.params.names,
+    )
     log(rows.to_string())

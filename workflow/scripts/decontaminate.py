@@ -9,6 +9,11 @@ from gc2po.data.decontamination import check_files  # noqa: E402
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
-    report = check_files(dict(zip(sm.params.training, sm.input.training)),
-                         dict(zip(sm.params.evaluation, sm.input.evaluation)), sm.output.report)
-    log(f"no overlap between {report['training']} and {report['evaluation']} ({report['ngram']}-word runs)")
+    report = check_files(
+        dict(zip(sm.params.training, sm.input.training)),
+        dict(zip(sm.params.evaluation, sm.input.evaluation)),
+        sm.output.report,
+    )
+    log(
+        f"no overlap between {report['training']} and {report['evaluation']} ({report['ngram']}-word runs)"
+    )

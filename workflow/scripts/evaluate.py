@@ -21,5 +21,15 @@ with logged(sm) as log:
     for name, data, out in zip(p.benchmarks, sm.input.data, sm.output.samples):
         records = read_jsonl(data)
         benchmarks.append(BenchmarkData(name, records, data_provenance(data, records), Path(out)))
-    evaluate_model(p.model, benchmarks, task=p.task, key=key, backend=p.backend, sampling=p.sampling,
-                   n_per_benchmark=p.n_per_benchmark, budgets=p.budgets, batch_size=p.batch_size, log=log)
+    evaluate_model(
+        p.model,
+        benchmarks,
+        task=p.task,
+        key=key,
+        backend=p.backend,
+        sampling=p.sampling,
+        n_per_benchmark=p.n_per_benchmark,
+        budgets=p.budgets,
+        batch_size=p.batch_size,
+        log=log,
+    )

@@ -24,8 +24,15 @@ with logged(sm) as log:
         snapshot = Path(snapshot_download(repo_id=repo, allow_patterns=MODEL_FILES))
         files = sorted(str(p.relative_to(snapshot)) for p in snapshot.rglob("*") if p.is_file())
         if not any(name.endswith(".safetensors") for name in files):
-            raise ValueError(f"base model {repo}: the Hub snapshot {snapshot.name} has no *.safetensors weights "
-                             f"(files: {files}); point base_models.<label>.path at a converted local folder")
-        record = {"path": repo, "revision": snapshot.name, "snapshot": str(snapshot), "files": files}
+            raise ValueError(
+                f"base model {repo}: the Hub snapshot {snapshot.name} has no *.safetensors weights "
+                f"(files: {files}); point base_models.<label>.path at a converted local folder"
+            )
+        record = {
+            "path": repo,
+            "revision": snapshot.name,
+            "snapshot": str(snapshot),
+            "files": files,
+        }
     Path(sm.output[0]).write_text(json.dumps(record, indent=1) + "\n")
     log(f"{repo}: {record}")

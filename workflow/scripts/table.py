@@ -11,6 +11,16 @@ sm = snakemake  # noqa: F821
 with logged(sm) as log:
     methods, benchmarks, title = sm.params.spec
     files = [EvalFile.from_path(path) for path in sm.input.samples]
-    cells = write_table(files, methods, benchmarks, title, md=sm.output.md, tex=sm.output.tex, csv=sm.output.csv,
-                        html=sm.output.html, label=sm.wildcards.table, names=sm.params.names)
+    cells = write_table(
+        files,
+        methods,
+        benchmarks,
+        title,
+        md=sm.output.md,
+        tex=sm.output.tex,
+        csv=sm.output.csv,
+        html=sm.output.html,
+        label=sm.wildcards.table,
+        names=sm.params.names,
+    )
     log(cells.to_string())

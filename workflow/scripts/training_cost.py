@@ -20,6 +20,11 @@ with logged(sm) as log:
     for path in sorted(runs_of, key=lambda path: runs_of[path].seed):
         by_run[runs_of[path].run].append(path)
     runs = {run: by_run[run] for run in method_order(list(by_run))}
-    ratios = figures.training_cost(runs, sm.params.reference, sm.output[0],
-                                   f"Training cost ({sm.wildcards.base})", sm.params.names)
+    ratios = figures.training_cost(
+        runs,
+        sm.params.reference,
+        sm.output[0],
+        f"Training cost ({sm.wildcards.base})",
+        sm.params.names,
+    )
     log("step time / reference (mean, 95% CI over seeds):", json.dumps(ratios))

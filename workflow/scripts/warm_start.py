@@ -14,6 +14,11 @@ from gc2po.testbed.warmstart import WarmStartConfig, warm_start  # noqa: E402
 with logged(snakemake) as log:  # noqa: F821
     problems = read_split(snakemake.input.train)  # noqa: F821
     start = time.perf_counter()  # logged only: nothing depends on it
-    stats = warm_start(problems, snakemake.output[0], WarmStartConfig.from_mapping(snakemake.params.warm_start, "testbed.warm_start"), log=log)  # noqa: F821
+    stats = warm_start(
+        problems,
+        snakemake.output[0],
+        WarmStartConfig.from_mapping(snakemake.params.warm_start, "testbed.warm_start"),
+        log=log,
+    )  # noqa: F821
     log({k: v for k, v in stats.items() if k != "loss_history"})
     log(f"wall time {time.perf_counter() - start:.1f} s")
