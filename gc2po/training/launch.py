@@ -99,10 +99,14 @@ def _check_with_accelerate(path: Path, where: str) -> None:
         raise _fail(where, "config_file", f"accelerate rejects {path}: {err}") from err
 
 
-def read_accelerate_config(config_file: str | Path, where: str = "launcher") -> AccelerateSettings:
+def read_accelerate_config(
+    config_file: str | Path, where: str = "launcher", *, check: bool = True
+) -> AccelerateSettings:
     """Parse an accelerate config (YAML) and, for DeepSpeed, the JSON it points to.
 
     Raises ValueError naming ``<where>.config_file`` when a file is missing or malformed.
+    ``check``: also load it the way ``accelerate launch`` does (imports accelerate and torch; the
+    workflow's config check does it once, so building each job's command need not).
     """
     path = Path(config_file)
     if not path.is_file():
@@ -112,7 +116,8 @@ def read_accelerate_config(config_file: str | Path, where: str = "launcher") -> 
             f"accelerate config {str(config_file)!r} not found (resolved against {Path.cwd()})",
         )
     config = _read_mapping(path, where, "config_file", yaml.safe_load)
-    _check_with_accelerate(path, where)
+    if check:
+        _check_with_accelerate(path, where)
     distributed_type = config.get("distributed_type")
     if not isinstance(distributed_type, str):
         raise _fail(where, "config_file", f"{path}: distributed_type is missing")
@@ -243,7 +248,8 @@ def launcher_command(
     node do not collide.
     """
     _check_launcher_keys(launcher, "launcher")
-    settings = read_accelerate_config(launcher["config_file"])
+    # checked with accelerate by validate_launcher (the workflow's config check) already
+    settings = read_accelerate_config(launcher["config_file"], check=False)
     if settings.uses_deepspeed and importlib.util.find_spec("deepspeed") is None:
         raise ValueError(
             f"launcher.config_file: {settings.path} uses DeepSpeed, which is not installed "

@@ -146,7 +146,6 @@ def runs(config: dict) -> dict[str, Run]:
     for label, variant in (config.get("variants") or {}).items():  # a method with other settings
         if label in out:
             raise ValueError(f"variants.{label}: the label is already a run of this config")
-        _check_method_names({variant["method"]: None}, f"variants.{label}.method")
         out[label] = Run(
             label,
             variant["method"],
@@ -154,7 +153,6 @@ def runs(config: dict) -> dict[str, Run]:
             ablation,
             seeds(variant["method"]),
         )
-    _check_method_names(method_seeds, "method_seeds")
     return out
 
 
@@ -213,6 +211,10 @@ def validate(config: dict, where: str = "config") -> None:
     from gc2po.training.launch import validate_launcher
     from gc2po.training.run_config import build_args
 
+    # method names (the registry imports torch: checked here, not while building the runs)
+    _check_method_names(config.get("method_seeds") or {}, "method_seeds")
+    for label, variant in (config.get("variants") or {}).items():
+        _check_method_names({variant["method"]: None}, f"variants.{label}.method")
     try:
         _check_method_names(config["train"].get("per_method") or {}, "train.per_method")
     except ValueError as err:

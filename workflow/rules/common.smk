@@ -4,16 +4,17 @@ import sys
 from pathlib import Path
 
 import gc2po.training.plan as plan
-from gc2po.training.config_schema import check_schema
+from gc2po.training.workflow_check import checked_display_names
 from gc2po.data.tasks import TESTBED as TESTBED_TASK
 from gc2po.reporting.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile,
                                     EvalFile, RunDir, eval_root, figure_file, report_page,
                                     table_file)
 
 try:  # the schema (one line naming the key, not snakemake.utils.validate's schema dump), then
-    # every training job's GC2POConfig and launcher, before any job runs (no model is loaded)
-    check_schema(config, workflow.overwrite_configfiles, Path(workflow.source_path("../schemas/config.schema.yaml")))
-    plan.validate(config, where=f"config {config['name']!r}")
+    # every training job's GC2POConfig and launcher, before any job runs (no model is loaded);
+    # memoised: an unchanged rerun skips it (gc2po.training.workflow_check)
+    RUN_NAMES = checked_display_names(config, workflow.overwrite_configfiles,
+                                      Path(workflow.source_path("../schemas/config.schema.yaml")))
 except ValueError as err:
     print(f"config error: {err}", file=sys.stderr)  # the whole message: no traceback to read past
     sys.exit(1)
@@ -28,7 +29,7 @@ BENCHMARKS = config["evaluate"]["benchmarks"]  # dataset keys evaluated
 BASE_MODELS = plan.base_models(config)
 DATASETS = config.get("datasets") or {}  # mode benchmark: dataset key -> loader spec
 RUNS = plan.runs(config)  # run label -> plan.Run (method, own settings, base models it runs on)
-RUN_NAMES = plan.display_names(config)  # run label -> its name in tables and figures
+# RUN_NAMES (above): run label -> its name in tables and figures
 JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config)}
 LAUNCHER = config["train"].get("launcher")  # None: one process, no accelerate
 MODELS = ["base"] + list(RUNS)  # evaluated per base model: the base itself and every run trained on it
