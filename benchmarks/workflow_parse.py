@@ -33,21 +33,30 @@ def timed(command: list[str], cwd: Path, repeats: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workdir", required=True, type=Path,
-                        help="a checkout where the default workflow has finished")
+    parser.add_argument(
+        "--workdir",
+        required=True,
+        type=Path,
+        help="a checkout where the default workflow has finished",
+    )
     parser.add_argument("--repeats", type=int, default=5)
     ns = parser.parse_args()
     snakemake = [sys.executable, "-m", "snakemake"]
     noop = timed([*snakemake, "--cores", "2"], ns.workdir, ns.repeats)
-    plan = subprocess.run([*snakemake, "-n", "--cores", "2"], cwd=ns.workdir, capture_output=True,
-                          text=True)
+    plan = subprocess.run(
+        [*snakemake, "-n", "--cores", "2"], cwd=ns.workdir, capture_output=True, text=True
+    )
     if "Nothing to be done" not in plan.stdout + plan.stderr:
-        raise SystemExit(f"{ns.workdir}: the default is not finished there (snakemake -n plans jobs)")
+        raise SystemExit(f"{ns.workdir}: the default has not finished there (-n plans jobs)")
     dry = timed([*snakemake, "-n", "-q", "--configfile", "config/paper.yaml"], ROOT, ns.repeats)
-    for label, values in (("no-op snakemake --cores 2 (finished default)", noop),
-                          ("snakemake -n --configfile config/paper.yaml", dry)):
-        print(f"{label}: min {min(values):.2f} s, median {statistics.median(values):.2f} s, "
-              f"max {max(values):.2f} s ({len(values)} runs)")
+    for label, values in (
+        ("no-op snakemake --cores 2 (finished default)", noop),
+        ("snakemake -n --configfile config/paper.yaml", dry),
+    ):
+        print(
+            f"{label}: min {min(values):.2f} s, median {statistics.median(values):.2f} s, "
+            f"max {max(values):.2f} s ({len(values)} runs)"
+        )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,9 @@ def check_key(config: dict, schema: Path) -> str:
     return digest.hexdigest()
 
 
-def checked_display_names(config: dict, files: list[str] | None, schema: Path,
-                          cache: Path = CACHE_FILE) -> dict[str, str]:
+def checked_display_names(
+    config: dict, files: list[str] | None, schema: Path, cache: Path = CACHE_FILE
+) -> dict[str, str]:
     """Check ``config`` (ValueError naming the key when it is bad) and return run label ->
     display name; an unchanged config, schema, package and libraries reuse the last result."""
     from gc2po.training import plan

@@ -72,7 +72,12 @@ def test_a_rerun_of_the_workflow_parse_imports_neither_trl_nor_torch(tmp_path):
         "print('LOADED', sorted(m for m in ('trl', 'torch') if m in sys.modules))\n"
     )
     for _ in range(2):  # the first parse checks and records, the second reads back
-        out = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], cwd=ROOT,
-                             capture_output=True, text=True, timeout=600)
+        out = subprocess.run(
+            [sys.executable, "-c", probe, str(tmp_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert "LOADED" in out.stdout, out.stderr[-2000:]
     assert "LOADED []" in out.stdout, out.stdout[-500:]
