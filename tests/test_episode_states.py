@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gc2po.core.segment import episode_end_positions
+from gc2po.core.positions import episode_end_positions
 from gc2po.training.episode_states import STATE_CHOICES, flatten, state_table
 from gc2po.training.episodes import segment_completions
 

@@ -36,12 +36,7 @@ def final_answer(completion: str) -> int | None:
 def assign_group(f: int, p: float, p_threshold: float = 0.5) -> str:
     """near ideal (p high, f=1), near miss (p high, f=0), lucky guess (p low, f=1), fully bad."""
     high = p >= p_threshold
-    return {
-        (True, 1): "near_ideal",
-        (True, 0): "near_miss",
-        (False, 1): "lucky_guess",
-        (False, 0): "fully_bad",
-    }[(high, int(f))]
+    return {(True, 1): "near_ideal", (True, 0): "near_miss", (False, 1): "lucky_guess", (False, 0): "fully_bad"}[(high, int(f))]
 
 
 def grade(problem: Problem, completion: str, *, p_threshold: float = 0.5) -> OracleResult:

@@ -21,7 +21,7 @@ import re
 
 import torch
 
-from gc2po.core.segment import episode_end_positions
+from gc2po.core.positions import episode_end_positions
 from gc2po.training.episodes import EpisodeBatch
 
 STATE_CHOICES = ("episode_end", "closing_tag", "last_content", "result")
@@ -87,6 +87,6 @@ def state_table(
 
 def flatten(table: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """[B, Lmax] state positions -> (rows [E], slots [E], positions [E], Lmax), ordered by row
-    then episode, as :func:`gc2po.core.segment.episode_end_positions` returns them."""
+    then episode, as :func:`gc2po.core.positions.episode_end_positions` returns them."""
     rows, slots = (table >= 0).nonzero(as_tuple=True)
     return rows, slots, table[rows, slots], table.shape[1]
