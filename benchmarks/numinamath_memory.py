@@ -107,7 +107,8 @@ def main() -> None:
         start = time.perf_counter()
         write_file(args.file, args.rows)
         print(
-            f"wrote {args.rows:,} rows to {args.file} ({args.file.stat().st_size / 2**20:,.0f} MiB) "
+            f"wrote {args.rows:,} rows to {args.file} "
+            f"({args.file.stat().st_size / 2**20:,.0f} MiB) "
             f"in {time.perf_counter() - start:.0f} s"
         )
     import pyarrow.parquet as pq

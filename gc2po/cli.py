@@ -251,7 +251,8 @@ def _add_plan(sub):
         nargs="+",
         default=None,
         metavar="YAML",
-        help="workflow config file(s), merged in order as the Snakefile does (default: config/config.yaml)",
+        help="workflow config file(s), merged in order as the Snakefile does (default: "
+        "config/config.yaml)",
     )
     p.add_argument(
         "--gpu-memory-gib", type=float, default=None, help="GPU memory to plan for (default: 80 GB)"

@@ -141,7 +141,8 @@ def trajectory_token_rewards(
     """
     if episode_weight_norm not in EPISODE_WEIGHT_NORMS:
         raise ValueError(
-            f"episode_weight_norm must be one of {list(EPISODE_WEIGHT_NORMS)}, got {episode_weight_norm!r}"
+            f"episode_weight_norm must be one of {list(EPISODE_WEIGHT_NORMS)}, got "
+            f"{episode_weight_norm!r}"
         )
     if not 0 <= trunc_frac < 0.5:
         raise ValueError(f"trunc_frac must be in [0, 0.5), got {trunc_frac!r}")

@@ -24,7 +24,8 @@ def length_penalty_rewards(
     -> NaN. correct [G,K] (outcome rewards, > 0.5 = correct), lengths [G,K] -> [G,K]."""
     if correct.shape != lengths.shape or correct.ndim != 2:
         raise ValueError(
-            f"correct and lengths must both have shape [G, K], got {list(correct.shape)} and {list(lengths.shape)}"
+            f"correct and lengths must both have shape [G, K], got {list(correct.shape)} and "
+            f"{list(lengths.shape)}"
         )
     if not 0 <= alpha <= 1:
         raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")

@@ -249,14 +249,16 @@ for _benchmark in [
         "gneubig/aime-1983-2024",
         "train",
         parse_math,
-        notes="AIME 1983-2023; the paper's 919-problem subset is not pinned down: select by years/limit",
+        notes="AIME 1983-2023; the paper's 919-problem subset is not pinned down: select by "
+        "years/limit",
     ),
     Benchmark(
         "numinamath",
         "AI-MO/NuminaMath-CoT",
         "train",
         parse_numina,
-        notes="answer = last \\boxed{} of the solution; the paper uses a seeded random 4,000-problem subset",
+        notes="answer = last \\boxed{} of the solution; the paper uses a seeded random "
+        "4,000-problem subset",
         defaults={"skip_unanswerable": True},
         columns=("problem", "instruction", "question", "solution", "response", "source"),
     ),  # not ``messages``

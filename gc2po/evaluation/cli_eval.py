@@ -97,7 +97,8 @@ def validate_config(config, config_path: str) -> dict:
     for name, spec in (config.get("benchmarks") or {}).items():
         if not isinstance(spec, dict):
             raise ValueError(
-                f"{config_path}: benchmarks.{name}: must be a mapping {{path, limit, seed}}, got {spec!r}"
+                f"{config_path}: benchmarks.{name}: must be a mapping {{path, limit, seed}}, got "
+                f"{spec!r}"
             )
         _check(spec, BENCHMARK_CHECKS, f"{config_path}: benchmarks.{name}.")
     if config.get("backend") == "vllm":
@@ -216,7 +217,8 @@ def refuse_foreign_output(out_path: Path, model: str):
     theirs = previous.get("resolved") or previous.get("path")
     if theirs != mine:
         raise ValueError(
-            f"{out_path} holds the evaluation of model {previous.get('path')!r}; pass --base/--run to "
+            f"{out_path} holds the evaluation of model {previous.get('path')!r}; pass "
+            "--base/--run to "
             f"key {model!r} elsewhere, or remove that file"
         )
 

@@ -288,7 +288,8 @@ def evaluate_model(
             provenance_fields={**base_fields, "benchmark": bench.name, "data": bench.data},
         )
         log(
-            f"{bench.name}: pass@1 {summary['pass@1']:.4f} {summary['pass@1_ci95']} -> {bench.out_path}"
+            f"{bench.name}: pass@1 {summary['pass@1']:.4f} {summary['pass@1_ci95']} -> "
+            f"{bench.out_path}"
         )
         summaries.append(summary)
     return summaries

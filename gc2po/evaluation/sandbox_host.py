@@ -29,8 +29,10 @@ MALLOC_ARENA_MAX = "2"
 HARNESS_SOURCE = Path(sandbox_harness.__file__).read_text()
 # what an interpreter loads from: its sys.path under -I -S, and LIBDIR (libpython, libffi, ...)
 PROBE = (
-    "import json, os, sys, sysconfig; paths = [*sys.path, sysconfig.get_config_var('LIBDIR') or ''];"
-    "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in paths if os.path.isdir(p)]}))"
+    "import json, os, sys, sysconfig; paths = [*sys.path, "
+    "sysconfig.get_config_var('LIBDIR') or ''];"
+    "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in paths if "
+    "os.path.isdir(p)]}))"
 )
 
 

@@ -48,7 +48,8 @@ def boundaries(
     needs_episodes=True,
     local_groups=True,
     max_episodes_field="mrt_max_episodes",
-    fidelity="deviation: online dense-reward construction (BASELINES 5 ii); groups must be local to a process",
+    fidelity="deviation: online dense-reward construction (BASELINES 5 ii); groups must be local "
+    "to a process",
 )
 def mrt_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     rows, slots, prefix_ends, num_episodes, step_ends = boundaries(batch.episode_ids)

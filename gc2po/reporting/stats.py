@@ -31,7 +31,8 @@ def _scores(per_seed_problem_scores) -> np.ndarray:
     scores = np.asarray([np.asarray(s, dtype=float) for s in per_seed_problem_scores], dtype=float)
     if scores.ndim != 2:
         raise ValueError(
-            f"scores must be [seeds, problems] with the same problems per seed, got shape {scores.shape}"
+            "scores must be [seeds, problems] with the same problems per seed, got shape "
+            f"{scores.shape}"
         )
     return scores
 

@@ -239,15 +239,20 @@ class GC2POConfig(GRPOConfig):
         """Where the method's advantages are computed decides what the batch must hold."""
         if method.needs_cf and self.advantages_in_loss_forward and self.steps_per_generation != 1:
             raise ValueError(
-                f"method {self.method!r} computes its advantages in the loss forward when training is on-policy, "
-                f"which needs a generation batch in one micro-batch: set steps_per_generation to 1 (got "
-                f"{self.steps_per_generation}) or sampling_ratio_pass to true (one extra forward pass)"
+                f"method {self.method!r} computes its advantages in the loss forward when "
+                "training is on-policy, "
+                "which needs a generation batch in one micro-batch: set steps_per_generation "
+                "to 1 (got "
+                f"{self.steps_per_generation}) or sampling_ratio_pass to true (one extra "
+                "forward pass)"
             )
         rows = self.per_device_train_batch_size * self.steps_per_generation
         if method.local_groups and rows % self.num_generations:
             raise ValueError(
-                f"method {self.method!r} needs every group on one process: per_device_train_batch_size "
-                f"({self.per_device_train_batch_size}) x steps_per_generation must be a multiple of "
+                f"method {self.method!r} needs every group on one process: "
+                "per_device_train_batch_size "
+                f"({self.per_device_train_batch_size}) x steps_per_generation must be a "
+                "multiple of "
                 f"num_generations ({self.num_generations})"
             )
 

@@ -154,11 +154,13 @@ class TrainingJob:
             raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
         if self.attn_implementation not in ATTENTION:
             raise ValueError(
-                f"attn_implementation must be one of {list(ATTENTION)}, got {self.attn_implementation!r}"
+                f"attn_implementation must be one of {list(ATTENTION)}, got "
+                f"{self.attn_implementation!r}"
             )
         if not 0 < self.vllm_gpu_memory_utilization < 1:
             raise ValueError(
-                f"vllm_gpu_memory_utilization must be in (0, 1), got {self.vllm_gpu_memory_utilization!r}"
+                "vllm_gpu_memory_utilization must be in (0, 1), got "
+                f"{self.vllm_gpu_memory_utilization!r}"
             )
         if (
             self.use_vllm
@@ -166,7 +168,8 @@ class TrainingJob:
             and self.vllm_max_model_length < self.sequence_length
         ):
             raise ValueError(
-                f"vllm_max_model_length {self.vllm_max_model_length} < prompt_length + completion_length "
+                f"vllm_max_model_length {self.vllm_max_model_length} < prompt_length + "
+                "completion_length "
                 f"= {self.sequence_length}: vLLM would refuse the longest requests"
             )
         if self.steps_per_generation is not None and self.steps_per_generation < 1:
@@ -175,7 +178,8 @@ class TrainingJob:
             )
         if not (self.beta >= 0 and self.gpu_memory_gib > 0):
             raise ValueError(
-                f"beta must be >= 0 and gpu_memory_gib > 0, got {self.beta!r}, {self.gpu_memory_gib!r}"
+                f"beta must be >= 0 and gpu_memory_gib > 0, got {self.beta!r}, "
+                f"{self.gpu_memory_gib!r}"
             )
 
     @property
@@ -343,7 +347,8 @@ def job_from_trainer(
     field names; the vLLM ones default as in TRL 1.16). Raises ValueError naming a missing key."""
     if model not in MODEL_SHAPES:
         raise ValueError(
-            f"model {model!r} has no shape in gc2po.training.memory.MODEL_SHAPES; known: {sorted(MODEL_SHAPES)}"
+            f"model {model!r} has no shape in gc2po.training.memory.MODEL_SHAPES; known: "
+            f"{sorted(MODEL_SHAPES)}"
         )
     missing = [key for key in TRAINER_KEYS if key not in trainer]
     if missing:

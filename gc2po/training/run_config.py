@@ -209,7 +209,8 @@ def precheck(run: dict) -> None:
     )
     if used and not (run.get("resume") or run.get("overwrite")):
         raise ValueError(
-            f"output_dir {out}: it holds an earlier run; set overwrite: true (or --overwrite) to start "
+            f"output_dir {out}: it holds an earlier run; set overwrite: true (or --overwrite) "
+            "to start "
             "over, or resume: true (--resume) to continue it"
         )
 
@@ -332,7 +333,8 @@ def prepare_output_dir(run: dict, args, log=print) -> Path | None:
             )
         if main_process:
             log(
-                f"output_dir {out}: starting over (deleting {len(checkpoints)} checkpoint(s), metrics, final model)"
+                f"output_dir {out}: starting over (deleting {len(checkpoints)} checkpoint(s), "
+                "metrics, final model)"
             )
             for path in checkpoints + [out / RunDir.FINAL]:
                 shutil.rmtree(path, ignore_errors=True)
@@ -362,5 +364,6 @@ def check_model_source(model: str) -> None:
 
         if not isinstance(try_to_load_from_cache(model, "config.json"), str):
             raise ValueError(
-                f"run config: model {model!r} is a Hub id, not in the local cache, and HF_HUB_OFFLINE=1"
+                f"run config: model {model!r} is a Hub id, not in the local cache, and "
+                "HF_HUB_OFFLINE=1"
             )

@@ -88,9 +88,12 @@ class NonFiniteStepGuard:
             self.consecutive += 1
             if self.consecutive >= self.max_consecutive:
                 raise NonFiniteStepsError(
-                    f"{self.consecutive} consecutive optimizer steps had a non-finite loss or gradient norm and were "
-                    f"skipped (last at step {step}; loss finite: {self._loss_finite}, grad norm: {norm}); first "
-                    f"non-finite parameter: {self._first_bad or 'unknown (gradients partitioned by the engine)'}; "
+                    f"{self.consecutive} consecutive optimizer steps had a non-finite loss or "
+                    "gradient norm and were "
+                    f"skipped (last at step {step}; loss finite: {self._loss_finite}, grad norm: "
+                    f"{norm}); first "
+                    "non-finite parameter: "
+                    f"{self._first_bad or 'unknown (gradients partitioned by the engine)'}; "
                     f"prompt ids of the batch: {self._prompt_ids}"
                 )
         else:

@@ -81,7 +81,8 @@ def train(run: dict, log=print) -> Path:
         reward_funcs=[REWARDS[task]],
     )
     log(
-        f"training {args.method} ({args.precision}) on {len(records)} problems -> {args.output_dir} "
+        f"training {args.method} ({args.precision}) on {len(records)} problems -> "
+        f"{args.output_dir} "
         f"(resume={checkpoint is not None}{f' from {checkpoint.name}' if checkpoint else ''})"
     )
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)

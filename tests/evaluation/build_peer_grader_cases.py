@@ -182,7 +182,8 @@ def reward_test_cases(mirrors: Path, repo_info, path: str) -> list[dict]:
         solutions = values.get("solution") or values.get("solutions")
         for stmt in func.body:
             found = re.fullmatch(
-                r"(?:self\.assertEqual\(rewards\[(\d+)\], ([\d.]+)\)|assert rewards\[(\d+)\] == ([\d.]+))",
+                r"(?:self\.assertEqual\(rewards\[(\d+)\], ([\d.]+)\)|assert rewards\[(\d+)\] == "
+                r"([\d.]+))",
                 ast.unparse(stmt),
             )
             if found:

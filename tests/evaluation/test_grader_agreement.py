@@ -74,7 +74,10 @@ def test_agreement_with_peer_verdicts():
             disagreements.append(case["id"])
     boxed = agree["boxed"] / total["boxed"]
     overall = sum(agree.values()) / sum(total.values())
-    report = f"boxed {agree['boxed']}/{total['boxed']} = {boxed:.3f}, overall {sum(agree.values())}/{len(cases)} = {overall:.3f}"
+    report = (
+        f"boxed {agree['boxed']}/{total['boxed']} = {boxed:.3f}, overall "
+        f"{sum(agree.values())}/{len(cases)} = {overall:.3f}"
+    )
     print(report, *disagreements, sep="\n")
     assert boxed >= 0.97 and overall >= 0.92, report + "\n" + "\n".join(disagreements)
     classified = [

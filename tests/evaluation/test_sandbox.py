@@ -110,7 +110,8 @@ def test_a_wrong_solution_fails(problems):
 def test_fork_bomb_is_contained():
     program = (
         "import ctypes, time\nlibc = ctypes.CDLL(None)\n"
-        "while True:\n    pid = libc.fork()\n    if pid < 0:\n        print('fork refused'); break\n"
+        "while True:\n    pid = libc.fork()\n    if pid < 0:\n        print('fork "
+        "refused'); break\n"
         "    if pid == 0:\n        time.sleep(60)\n"
     )
     start = time.monotonic()

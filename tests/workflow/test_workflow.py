@@ -124,8 +124,8 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     )
     assert "| + GC2PO (corrected, additive) |" in table1  # a departure from the paper, labelled so
     assert (
-        "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 new tokens"
-        in table1
+        "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 "
+        "new tokens" in table1
     )
     csv = (tables / "table1.csv").read_text().splitlines()
     assert csv[0].startswith(
