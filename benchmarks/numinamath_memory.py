@@ -58,7 +58,8 @@ done.set()
 thread.join()
 peak = max(peak, process.memory_info().rss)
 print(json.dumps({"baseline_mib": before / 2**20, "peak_mib": peak / 2**20, "seconds": seconds,
-                  "records": manifest["count"], "skipped_rows": len(skipped), "sha256": manifest["sha256"]}))
+                  "records": manifest["count"], "skipped_rows": len(skipped),
+                  "sha256": manifest["sha256"]}))
 """
 
 

@@ -69,10 +69,11 @@ def main() -> None:
     for label, want in (("cued", True), ("uncued", False)):
         part = [s for s in samples if cued[s["problem_id"]] is want]
         if part:
+            copied = sum(s["completion"].startswith("<episode_1>bet=") for s in part)
             print(
                 f"{label} problems: {len(part) // args.n}, pass@1 "
                 f"{100 * sum(s['correct'] for s in part) / len(part):.1f}%, "
-                f"copies {100 * sum(s['completion'].startswith('<episode_1>bet=') for s in part) / len(part):.1f}%"
+                f"copies {100 * copied / len(part):.1f}%"
             )
 
 

@@ -82,7 +82,7 @@ def group_normalised(
     return estimator(ordered.view(-1, group_size, *values.shape[1:])).reshape(-1)[row_index.long()]
 
 
-# -- GC2PO ------------------------------------------------------------------------------------------
+# -- GC2PO ----------------------------------------------------------------------------------------
 def truncated_mean(values: torch.Tensor, mask: torch.Tensor, trunc_frac: float) -> torch.Tensor:
     """Mean over masked entries of each row after dropping ``floor(trunc_frac * n)`` of the
     smallest and of the largest values.  values, mask: [..., T] -> [...]. Rows with no valid
@@ -101,7 +101,8 @@ def truncated_mean(values: torch.Tensor, mask: torch.Tensor, trunc_frac: float) 
 def check_episode_inputs(
     r_out: torch.Tensor, episode_ids: torch.Tensor, r_cf: torch.Tensor, mask: torch.Tensor
 ) -> tuple[int, int]:
-    """(B, T) of r_out [B], episode_ids [B,T], r_cf [B,Lmax>=1], mask [B,T]; raises on a mismatch."""
+    """(B, T) of r_out [B], episode_ids [B,T], r_cf [B,Lmax>=1], mask [B,T];
+    raises on a mismatch."""
     if episode_ids.ndim != 2:
         raise ValueError(f"episode_ids must have shape [B, T], got {list(episode_ids.shape)}")
     batch, length = episode_ids.shape
@@ -128,7 +129,8 @@ def trajectory_token_rewards(
     """Token rewards r_{k,t} and trajectory scores r~_k: the per-trajectory half of GC2PO.
 
         S_{k,l}  = R_out_k / L_k + lambda_cf * R_cf_{k,l}
-        w_{k,t}  = w~_{k,t} / sum_{t' in E_{k,l(t)}} w~_{k,t'},  w~ = -log pi_old  (uniform if the sum is 0)
+        w_{k,t}  = w~_{k,t} / sum_{t' in E_{k,l(t)}} w~_{k,t'},  w~ = -log pi_old
+                   (uniform if the sum is 0)
         r_{k,t}  = S_{k,l(t)} w_{k,t};   r~_k = TruncMean_t r_{k,t}
 
     Shapes: r_out [B], episode_ids [B,T] (-1 = no episode), r_cf [B,Lmax], old_logps [B,T],

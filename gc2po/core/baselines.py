@@ -119,7 +119,8 @@ def gvpo_on_policy_loss(
     """GVPO's loss on on-policy samples, one term per completion, so a group need not be whole in
     a micro-batch or on a process:
 
-        l_i = -beta K/(n-1) * c_i * sum_t (log pi_theta - log pi_old)_{i,t},   c_i = r_i - mean_group r
+        l_i = -beta K/(n-1) * c_i * sum_t (log pi_theta - log pi_old)_{i,t},
+        c_i = r_i - mean_group r
 
     averaged over the rows, n = the scored rows of the row's group (0 for a group with n < 2). At
     theta = theta_old every implicit reward R_i is 0, so the residual of :func:`gvpo_loss` is
@@ -140,7 +141,7 @@ def gvpo_on_policy_loss(
     return (weight * centered_rewards.to(logps.dtype) * implicit).mean()
 
 
-# -- MRT (BASELINES 5) -------------------------------------------------------------------------------
+# -- MRT (BASELINES 5) ----------------------------------------------------------------------------
 def progress_rewards(
     success: torch.Tensor, num_boundaries: torch.Tensor, r_out: torch.Tensor, alpha: float
 ) -> torch.Tensor:
@@ -253,7 +254,8 @@ def gcpo_advantages(
     z_context_alt: torch.Tensor,
     alpha: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """B_i = A_i * Upsilon_i for one group: rewards [K], states [K, d] -> (advantages [K], Upsilon [K])."""
+    """B_i = A_i * Upsilon_i for one group:
+    rewards [K], states [K, d] -> (advantages [K], Upsilon [K])."""
     upsilon = gcpo_upsilon(z, z_context, z_context_alt, alpha)
     return grpo_advantage(rewards.unsqueeze(0)).squeeze(0) * upsilon.to(rewards.dtype), upsilon
 

@@ -66,7 +66,8 @@ def _number(value: Any) -> str:
     return str(int(number)) if number.is_integer() else text
 
 
-# meta key -> the column names it has in the mirrors and on the Hub (gneubig/aime-1983-2024: Year, ...)
+# meta key -> the column names it has in the mirrors and on the Hub
+# (gneubig/aime-1983-2024: Year, ...)
 META_FIELDS = {
     "year": ("year", "Year"),
     "problem_number": ("problem_number", "Problem Number"),
@@ -88,7 +89,8 @@ def parse_math(row: Row, index: int) -> tuple[str, str, dict]:
         if (value := _first(row, *names)) is not None
     }
     if answer is None and _first(row, "solution") is not None:
-        # Qwen2.5-Math's evaluation files (e.g. minerva_math/test.jsonl): the answer is boxed in the solution
+        # Qwen2.5-Math's evaluation files (e.g. minerva_math/test.jsonl):
+        # the answer is boxed in the solution
         answer = last_boxed(str(row["solution"]))
         meta["answer_from"] = "solution"
     return question, None if answer is None else _number(answer), meta

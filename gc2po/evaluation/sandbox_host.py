@@ -120,7 +120,8 @@ def nobody(as_nobody: bool) -> dict:
 
 
 def _interpreter_paths(interpreter: str, as_nobody: bool) -> list[str] | None:
-    """The directories ``interpreter -I -S`` loads from, or None when the sandbox user cannot run it."""
+    """The directories ``interpreter -I -S`` loads from,
+    or None when the sandbox user cannot run it."""
     try:
         done = subprocess.run(
             [interpreter, "-I", "-S", "-c", PROBE],
@@ -314,7 +315,8 @@ def _probe_bubblewrap_once() -> SandboxSetup | str:
 
 def sandbox_setup(allow_weak: bool = False) -> SandboxSetup:
     """The setup every sample uses; raises SandboxUnavailable where bubblewrap cannot run, unless
-    the weaker mode is asked for (``allow_weak`` or the environment variable GC2PO_ALLOW_WEAK_SANDBOX=1)."""
+    the weaker mode is asked for (``allow_weak`` or the environment variable
+    GC2PO_ALLOW_WEAK_SANDBOX=1)."""
     probe = _probe_bubblewrap()
     if isinstance(probe, SandboxSetup):
         return probe

@@ -41,7 +41,8 @@ def boundaries(
 
 @register_method(
     "mrt",
-    "MRT: dense progress rewards from forced answers at episode boundaries, reward-to-go advantages",
+    "MRT: dense progress rewards from forced answers at episode boundaries, "
+    "reward-to-go advantages",
     display_name="MRT",
     colour="#17becf",
     order=70,

@@ -61,7 +61,8 @@ def train_tokenizer(
 
 
 def _wrap(tokenizer, episode_tags: bool):
-    """A tokenizers.Tokenizer -> PreTrainedTokenizerFast with our specials, tags and chat template."""
+    """A tokenizers.Tokenizer -> PreTrainedTokenizerFast with our specials,
+    tags and chat template."""
     from tokenizers import AddedToken
     from transformers import PreTrainedTokenizerFast
 

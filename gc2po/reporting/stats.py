@@ -192,7 +192,8 @@ def paired_macro_test(benchmark_scores_a: list, benchmark_scores_b: list) -> Pai
 
 
 def seed_interval(values, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t CI over seeds (a figure's band or error bar); no interval from one seed."""
+    """Mean and Student-t CI over seeds (a figure's band or error bar);
+    no interval from one seed."""
     from scipy import stats
 
     v = np.asarray(values, dtype=float)

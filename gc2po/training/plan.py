@@ -122,7 +122,8 @@ def ablation_bases(config: dict) -> list[str]:
 
 
 def runs(config: dict) -> dict[str, Run]:
-    """Run label -> Run. ``method_seeds`` gives a method fewer seeds than ``seeds`` (costly ones)."""
+    """Run label -> Run. ``method_seeds`` gives a method fewer seeds than ``seeds``
+    (costly ones)."""
     every, ablation = tuple(base_models(config)), tuple(ablation_bases(config))
     method_seeds = config.get("method_seeds") or {}
 
@@ -265,8 +266,9 @@ def run_summary(config: dict) -> list[dict[str, Any]]:
 
 
 def memory_plan(config: dict, gpu_memory_gib: float | None = None):
-    """``run_summary`` with each job's per-GPU memory estimate (``gc2po.training.memory``) where the base
-    model's shape is known (the paper's Hub models) and it trains under a launcher."""
+    """``run_summary`` with each job's per-GPU memory estimate (``gc2po.training.memory``)
+    where the base model's shape is known (the paper's Hub models) and it trains under a
+    launcher."""
     import pandas as pd
 
     from gc2po.training.launch import read_accelerate_config

@@ -51,7 +51,8 @@ TRAINER_DEFAULTS: dict[str, Any] = {
     "epsilon": 0.2,
     "num_generations": 8,  # K: the paper is silent; 8 as in Dr.GRPO
     "num_iterations": 1,
-    "steps_per_generation": 1,  # a generation batch is one micro-batch: GC2PO's advantages come from the loss forward
+    # a generation batch is one micro-batch: GC2PO's advantages come from the loss forward
+    "steps_per_generation": 1,
     "temperature": 1.0,
     "top_p": 1.0,
     "top_k": 0,
@@ -132,7 +133,8 @@ SIMPLE_TYPES = {
 
 
 def describe_fields(config_class) -> dict[str, list[str]]:
-    """Field -> the simple types a run config may give it (``["any"]``: a type left to TRL to check)."""
+    """Field -> the simple types a run config may give it (``["any"]``:
+    a type left to TRL to check)."""
     names = {kind: name for name, kind in SIMPLE_TYPES.items()}
     hints = typing.get_type_hints(config_class)
     described = {}

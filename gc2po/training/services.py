@@ -189,7 +189,8 @@ class RolloutServices:
     def forced_answer_success(
         self, rows: list[int], prefix_ends: list[int], num: int
     ) -> torch.Tensor:
-        """MRT's meta-prover: mean outcome of ``num`` forced answers after each completion prefix."""
+        """MRT's meta-prover: mean outcome of ``num`` forced answers after each
+        completion prefix."""
         force = self.tokenizer(self.force_answer_text, add_special_tokens=False)["input_ids"]
         _, outcome = self._continue_prefixes(rows, prefix_ends, force, num, self.answer_tokens)
         return outcome.view(-1, num).mean(-1) if len(rows) else torch.zeros(0)
@@ -198,7 +199,8 @@ class RolloutServices:
     def branch_outcomes(
         self, rows: list[int], prefix_ends: list[int], num: int
     ) -> list[list[tuple[bool, int]]]:
-        """``num`` continuations of each prefix, each as (verified correct, number of steps it adds)."""
+        """``num`` continuations of each prefix, each as (verified correct,
+        number of steps it adds)."""
         continuations, outcome = self._continue_prefixes(
             rows, prefix_ends, [], num, self.max_completion_length
         )
@@ -235,7 +237,8 @@ class RolloutServices:
 
     @torch.no_grad()
     def _states_and_logps(self, sequences: list[list[int]], score_from: list[int]):
-        """Final-norm states at the last token [N, d] and log-probs of the tokens from ``score_from`` on."""
+        """Final-norm states at the last token [N, d] and log-probs of the tokens from
+        ``score_from`` on."""
         with self.model_context() as model:
             backbone = getattr(model, model.base_model_prefix)
             ids, attention = left_pad(
@@ -265,7 +268,8 @@ class RolloutServices:
         return states
 
     def completion_logps_given(self, rows: list[int], contexts: list[list[int]]) -> torch.Tensor:
-        """Log-probs of each completion's tokens [R, T] when it follows ``contexts`` instead of its prompt."""
+        """Log-probs of each completion's tokens [R, T] when it follows ``contexts`` instead of
+        its prompt."""
         completions = [self.completion_ids(r) for r in rows]
         _, logps = self._states_and_logps(
             [c + y for c, y in zip(contexts, completions)], [len(c) for c in contexts]

@@ -50,7 +50,8 @@ class NonFiniteStepGuard:
         self, named_parameters: Iterable[tuple[str, torch.nn.Parameter]], max_norm: float | None
     ) -> torch.Tensor:
         """Total gradient norm (2-norm over all gradients); clips to ``max_norm`` when it is finite.
-        When it is not, records the first parameter (in model order) whose gradient is not finite."""
+        When it is not, records the first parameter (in model order) whose gradient is
+        not finite."""
         params = [(name, p) for name, p in named_parameters if p.grad is not None]
         grads = [p.grad for _, p in params]
         if not grads:

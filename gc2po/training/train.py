@@ -9,9 +9,11 @@ A run config:
     output_dir: where checkpoints, the final model and metrics.jsonl go
     method: gc2po                 # any name of gc2po.methods.METHODS
     seed: 0
-    precision: bf16-mixed         # bf16-mixed | bf16 | fp32 (default: bf16-mixed on GPU, fp32 on CPU)
+    precision: bf16-mixed         # bf16-mixed | bf16 | fp32 (default: bf16-mixed on GPU,
+                                  # fp32 on CPU)
     resume: false                 # continue from the last checkpoint of the same run config
-    overwrite: false              # allow starting over in a used output_dir (deletes its checkpoints)
+    overwrite: false              # allow starting over in a used output_dir (deletes its
+                                  # checkpoints)
     max_train_examples: null      # first N problems only
     trainer: {...}                # GC2POConfig / GRPOConfig fields
 

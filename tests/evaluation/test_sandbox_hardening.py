@@ -137,7 +137,8 @@ def test_ptrace_of_the_sandbox_init_fails_fast():
 
 
 def test_without_the_filter_the_ptrace_sample_costs_the_time_limit(monkeypatch):
-    """The control: the same sample with the filter left out is the issue's 10 s stall (here 3 s)."""
+    """The control: the same sample with the filter left out is the issue's 10 s stall
+    (here 3 s)."""
     setup = dataclasses.replace(sandbox_host.sandbox_setup(), seccomp=None)
     monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: setup)
     sample = (

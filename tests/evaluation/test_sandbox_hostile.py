@@ -110,7 +110,8 @@ def test_the_verdict_channel_cannot_be_forged():
         + """
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
-print("ptrace", libc.ptrace(16, os.getppid(), 0, 0), ctypes.get_errno(), flush=True)  # PTRACE_ATTACH the harness
+# PTRACE_ATTACH the harness
+print("ptrace", libc.ptrace(16, os.getppid(), 0, 0), ctypes.get_errno(), flush=True)
 try:
     open(f"/proc/{os.getppid()}/mem", "rb")
     print("harness memory opened", flush=True)
@@ -259,7 +260,8 @@ def test_host_paths_are_out_of_reach():
             WRONG
             + f"""
 import os
-for path in ["/run/lock", "/run", "/work", "/root", "/home", "/etc", "/var", {str(CHECKOUT)!r}, {str(canary)!r}]:
+for path in ["/run/lock", "/run", "/work", "/root", "/home", "/etc", "/var",
+             {str(CHECKOUT)!r}, {str(canary)!r}]:
     print("visible" if os.path.exists(path) else "absent", path)
 os.chdir("/")
 for path in ["run/lock/gc2po-written", "/run/lock/gc2po-written", "/usr/lib/gc2po-written"]:

@@ -37,9 +37,9 @@ def test_rest_value_targets_with_a_rescuing_branch_and_dead_steps():
 
 
 def gvpo_weights(rewards: torch.Tensor, log_ratio_sums: torch.Tensor, beta: float) -> torch.Tensor:
-    """The paper's GVPO per-sample weights (the reference for gvpo_loss's gradient) of one or more groups [G, K]:
-    w_i = (r_i - mean r) - beta (Delta_i - mean Delta), Delta_i = sum_t log pi_theta/pi_old.
-    They sum to zero in every group (the partition function cancels)."""
+    """The paper's GVPO per-sample weights (the reference for gvpo_loss's gradient) of one or more
+    groups [G, K]: w_i = (r_i - mean r) - beta (Delta_i - mean Delta), Delta_i = sum_t log
+    pi_theta/pi_old. They sum to zero in every group (the partition function cancels)."""
     centered_r = rewards - rewards.mean(-1, keepdim=True)
     centered_d = log_ratio_sums - log_ratio_sums.mean(-1, keepdim=True)
     return centered_r - beta * centered_d

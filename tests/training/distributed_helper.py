@@ -29,7 +29,8 @@ parity_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot go bel
 
 
 class FixedGenerationTrainer(GC2POTrainer):
-    """Completions depend on (step, global row) only: sampling streams differ between process counts."""
+    """Completions depend on (step, global row) only: sampling streams differ between
+    process counts."""
 
     def _generate_single_turn(
         self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False

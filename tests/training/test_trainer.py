@@ -279,7 +279,8 @@ def test_resume_matches_uninterrupted_run(small_run):
 
 
 def half_unscored_reward(prompts, completions, **kwargs):
-    """Scores only every other completion (None = this function does not apply, TRL's convention)."""
+    """Scores only every other completion (None = this function does not apply,
+    TRL's convention)."""
     return [
         float(len(c[-1]["content"]) % 2) if i % 2 == 0 else None for i, c in enumerate(completions)
     ]

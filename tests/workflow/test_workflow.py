@@ -96,7 +96,8 @@ def test_dry_run_of_overlay_configs_plans_the_dag(overlay, rules):
     for rule in rules:
         assert f"rule {rule}:" in out.stdout, rule
     if overlay.endswith("paper.yaml"):
-        # 3 base models x 8 Table 1 methods x 3 seeds + (3 ablations + 9 lambda sweeps) x 1 base x 3 seeds
+        # 3 base models x 8 Table 1 methods x 3 seeds
+        # + (3 ablations + 9 lambda sweeps) x 1 base x 3 seeds
         assert re.search(r"^train\s+108$", out.stdout, re.MULTILINE), out.stdout[-2000:]
 
 
