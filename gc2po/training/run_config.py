@@ -220,7 +220,7 @@ def precheck(run: dict) -> None:
 def resolve_precision(run: dict) -> str:
     import torch
 
-    from gc2po.training.config import PRECISIONS
+    from gc2po.training.config_checks import PRECISIONS
 
     precision = run.get("precision") or ("bf16-mixed" if torch.cuda.is_available() else "fp32")
     if precision not in PRECISIONS:
