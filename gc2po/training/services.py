@@ -12,6 +12,7 @@ vLLM server mode): nothing can deadlock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -281,11 +282,24 @@ class RolloutServices:
         return result
 
 
-def rollout_services(trainer, inputs: list[dict], output: dict, model_context) -> RolloutServices:
+def generation_context(trainer):
+    """The policy of ``trainer`` unwrapped for generation (ZeRO-3 parameters gathered), as TRL
+    does it."""
+    from trl.models.utils import unwrap_model_for_generation
+
+    return unwrap_model_for_generation(
+        trainer.model_wrapped,
+        trainer.accelerator,
+        gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+    )
+
+
+def rollout_services(trainer, inputs: list[dict], output: dict) -> RolloutServices:
     """The services of one generation batch of ``trainer`` (a ``GC2POTrainer``): its vLLM engine
-    or transformers generation under ``model_context`` (the policy unwrapped for generation),
-    its first reward function as the outcome of a continuation."""
+    or transformers generation under :func:`generation_context` (the policy unwrapped for
+    generation), its first reward function as the outcome of a continuation."""
     tok, args = trainer.processing_class, trainer.args
+    model_context = functools.partial(generation_context, trainer)
     generate = (
         VLLMContinuations(trainer.vllm_generation)
         if trainer.use_vllm

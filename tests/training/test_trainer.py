@@ -20,7 +20,7 @@ from gc2po.core.baselines import (
 from gc2po.core.corrected import additive_token_advantages
 from gc2po.methods import METHODS
 from gc2po.methods.mrt import boundaries
-from gc2po.training import trainer as trainer_module
+from gc2po.training import batch_scoring
 from gc2po.training.run_config import build_args
 from tests.training.conftest import SMALL, record_advantages
 
@@ -103,7 +103,7 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
 def record_services(monkeypatch) -> dict:
     """Keep what the extra-generation services returned (their outputs are random samples)."""
     log: dict = {}
-    original = trainer_module.rollout_services
+    original = batch_scoring.rollout_services
 
     def services(*args):
         built = original(*args)
@@ -121,7 +121,7 @@ def record_services(monkeypatch) -> dict:
             setattr(built, name, wrapped)
         return built
 
-    monkeypatch.setattr(trainer_module, "rollout_services", services)
+    monkeypatch.setattr(batch_scoring, "rollout_services", services)
     return log
 
 
