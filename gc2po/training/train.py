@@ -31,7 +31,8 @@ import torch
 
 from gc2po.data.jsonl import read_jsonl
 from gc2po.reporting.layout import RunDir
-from gc2po.training.run_config import build_args, precheck, prepare_output_dir, run_task
+from gc2po.training.output_dir import prepare_output_dir
+from gc2po.training.run_config import build_args, precheck, run_task
 
 
 def build_dataset(records: list[dict], task: str):

@@ -15,7 +15,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from gc2po.data.jsonl import read_jsonl
-from gc2po.training.run_config import build_args, load_run_config, prepare_output_dir
+from gc2po.training.output_dir import prepare_output_dir
+from gc2po.training.run_config import build_args, load_run_config
 from gc2po.training.train import build_dataset
 from gc2po.training.trainer import GC2POTrainer
 

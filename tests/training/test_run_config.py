@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gc2po.training.run_config import FIELDS_FILE, build_args, describe_fields, prepare_output_dir
+from gc2po.training.output_dir import prepare_output_dir
+from gc2po.training.run_config import FIELDS_FILE, build_args, describe_fields
 
 ROOT = Path(__file__).resolve().parents[2]
 
