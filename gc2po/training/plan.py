@@ -271,8 +271,9 @@ def memory_plan(config: dict, gpu_memory_gib: float | None = None):
     launcher."""
     import pandas as pd
 
+    from gc2po.training.job_shape import GPU_80GB_GIB, MODEL_SHAPES
     from gc2po.training.launch import read_accelerate_config
-    from gc2po.training.memory import GPU_80GB_GIB, MODEL_SHAPES, estimate_memory, job_from_trainer
+    from gc2po.training.memory import estimate_memory, job_from_trainer
 
     launcher = config["train"].get("launcher")
     stage = read_accelerate_config(launcher["config_file"]).zero_stage if launcher else None
