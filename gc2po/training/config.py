@@ -84,13 +84,13 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from gc2po.core.advantages import EPISODE_WEIGHT_NORMS
 from gc2po.core.counterfactual import (
     ANSWER_SPACES,
     PERTURBATIONS,
     CounterfactualParams,
     spec_from_fields,
 )
+from gc2po.core.gc2po_form import EPISODE_WEIGHT_NORMS
 from gc2po.methods import METHODS, get_method
 from gc2po.training.config_checks import (
     PRECISIONS,

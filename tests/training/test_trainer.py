@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from gc2po.core.advantages import dr_grpo_advantage, gc2po_token_advantages, grpo_advantage
+from gc2po.core.advantages import dr_grpo_advantage, grpo_advantage
 from gc2po.core.baselines import (
     gcpo_advantages,
     length_penalty_advantages,
@@ -18,6 +18,7 @@ from gc2po.core.baselines import (
     rest_selection,
 )
 from gc2po.core.corrected import additive_token_advantages
+from gc2po.core.gc2po_form import gc2po_token_advantages
 from gc2po.methods import METHODS
 from gc2po.methods.mrt import boundaries
 from gc2po.training import batch_scoring
