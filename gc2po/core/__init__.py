@@ -1,5 +1,5 @@
 """Pure torch math of GC2PO: segmentation, counterfactual reward, advantages, losses, and the
-baselines' formulas (``gc2po.core.baselines``).
+baselines' formulas (``gc2po.core.baselines``, ``gc2po.core.step_baselines``).
 
 Nothing here imports trl or transformers, does I/O or keeps global state beyond the
 name -> entry registries filled at import.

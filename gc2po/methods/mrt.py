@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.core.baselines import mrt_token_advantages
 from gc2po.core.segment import episode_end_positions
+from gc2po.core.step_baselines import mrt_token_advantages
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 

@@ -20,7 +20,7 @@ import random
 
 import torch
 
-from gc2po.core.baselines import label_rollout_steps, rest_selection, rest_value_targets
+from gc2po.core.step_baselines import label_rollout_steps, rest_selection, rest_value_targets
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 

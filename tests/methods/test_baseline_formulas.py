@@ -10,8 +10,10 @@ from gc2po.core.baselines import (
     gcpo_upsilon,
     gvpo_loss,
     gvpo_on_policy_loss,
-    label_rollout_steps,
     length_penalty_rewards,
+)
+from gc2po.core.step_baselines import (
+    label_rollout_steps,
     progress_rewards,
     rest_selection,
     rest_value_targets,
