@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 
 import torch
+from trl.models.utils import unwrap_model_for_generation
 
 from gc2po.methods import RolloutBatch
 from gc2po.models.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
@@ -63,7 +64,7 @@ class BatchScoringMixin:
             )
             return output
         if method.needs_rollout_states or (method.needs_episodes and not method.needs_cf):
-            batch.services = rollout_services(self, inputs, output)
+            batch.services = rollout_services(self, inputs, output, self._generation_context)
         scored = scoring.score(method, batch, args, self._counterfactual)
         metrics = dict(scored.metrics)
         if batch.services is not None and hasattr(batch.services, "value_loss"):
@@ -115,6 +116,14 @@ class BatchScoringMixin:
         finally:
             self._request = None
         return logps
+
+    def _generation_context(self):
+        """The policy unwrapped for generation (ZeRO-3 parameters gathered), as TRL does it."""
+        return unwrap_model_for_generation(
+            self.model_wrapped,
+            self.accelerator,
+            gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+        )
 
     def _new_request(self, **known) -> ForwardRequest:
         return ForwardRequest(segment=self._segment, state_table=self._state_table, **known)
