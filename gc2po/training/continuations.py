@@ -30,7 +30,8 @@ def synced_contexts(
 class HFContinuations:
     """Sampled continuations with transformers ``generate`` (training temperature, no top-p/k)."""
 
-    model_context: Callable[[], AbstractContextManager]  # yields the policy ready for generate
+    # yields the policy ready for generate/forward
+    model_context: Callable[[], AbstractContextManager]
     pad_token_id: int
     eos_token_id: int
     temperature: float
