@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gc2po.evaluation import sandbox_harness
+from gc2po.evaluation import sandbox_harness, sandbox_wire
 from gc2po.evaluation.sandbox_cgroup import CgroupLayout, detect_cgroup_layout
 from gc2po.evaluation.sandbox_seccomp import host_arch, seccomp_pipe, seccomp_program
 
@@ -26,7 +26,8 @@ WEAK_ENV = "GC2PO_ALLOW_WEAK_SANDBOX"
 # glibc reserves a 64 MB malloc arena per thread: address space RLIMIT_AS counts though it is never
 # used, so 16 threads would exhaust a 1 GB limit; two arenas serve a test's few threads
 MALLOC_ARENA_MAX = "2"
-HARNESS_SOURCE = Path(sandbox_harness.__file__).read_text()
+# executed in this order in one namespace inside the sandbox
+HARNESS_SOURCES = [Path(m.__file__).read_text() for m in (sandbox_wire, sandbox_harness)]
 # what an interpreter loads from: its sys.path under -I -S, and LIBDIR (libpython, libffi, ...)
 PROBE = (
     "import json, os, sys, sysconfig; paths = [*sys.path, "
@@ -342,5 +343,5 @@ def _weak_setup(why: str) -> SandboxSetup:
 
 
 def encode_message(setup: SandboxSetup, message: dict, limits: Limits) -> bytes:
-    message = {**message, "source": HARNESS_SOURCE, "limits": setup.rlimits(limits)}
+    message = {**message, "sources": HARNESS_SOURCES, "limits": setup.rlimits(limits)}
     return marshal.dumps(message, sandbox_harness.MARSHAL_VERSION)
