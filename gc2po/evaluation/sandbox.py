@@ -22,13 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gc2po.evaluation.code_extraction import extract_code
-from gc2po.evaluation.sandbox_host import (
-    WEAK_ENV,
-    Limits,
-    SandboxSetup,
-    SandboxUnavailable,
-    sandbox_setup,
-)
+from gc2po.evaluation.sandbox_command import Limits, SandboxSetup
+from gc2po.evaluation.sandbox_host import WEAK_ENV, SandboxUnavailable, sandbox_setup
 from gc2po.evaluation.sandbox_launch import RawRun, run_contained
 
 __all__ = [

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from gc2po.evaluation.sandbox_cgroup import SampleCgroup, create_sample_cgroup
-from gc2po.evaluation.sandbox_host import (
+from gc2po.evaluation.sandbox_command import (
     MALLOC_ARENA_MAX,
     NOBODY,
     Limits,
