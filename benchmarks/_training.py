@@ -23,7 +23,8 @@ SHAPES = {  # (architecture, hidden, layers, heads, kv heads, intermediate, voca
 
 def build(shape: str, workdir: Path, problems: int = 64, words: int = 48) -> tuple[Path, Path]:
     """Save a random-initialised model of ``shape`` with a synthetic BPE tokenizer of its vocabulary
-    (checked to reload through AutoTokenizer to the same ids) and a prompt file; nothing downloaded."""
+    (checked to reload through AutoTokenizer to the same ids) and a prompt file; nothing
+    downloaded."""
     from gc2po.models.build import build_causal_lm, check_reload, synthetic_tokenizer
 
     architecture, hidden, layers, heads, kv_heads, intermediate, vocab, tied = SHAPES[shape]
@@ -175,7 +176,8 @@ def alternate(
     model_dir, data, variants: list[str], *, repeats: int, steps: int, warmup: int, **kwargs
 ) -> dict:
     """Each repeat trains every variant in turn from the same weights and batch; the first
-    ``warmup`` steps of each run are not timed. One untimed run first warms up imports and caches."""
+    ``warmup`` steps of each run are not timed. One untimed run first warms up imports
+    and caches."""
     run_steps(model_dir, data, variants[0], steps=1, **kwargs)
     results = {v: {"times": [], "grad_norms": [], "skipped": 0, "peak_gib": None} for v in variants}
     for _ in range(repeats):

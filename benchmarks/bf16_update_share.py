@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"pure bf16 weights: {100 * results['bf16']:.1f}% of parameters unchanged by the step")
     print(f"bf16-mixed (fp32 master weights): {100 * results['bf16-mixed']:.1f}% unchanged")
     print(
-        f"bf16-mixed, bf16 view after one step: {100 * results['bf16-mixed (bf16 view)']:.1f}% unchanged "
+        f"bf16-mixed, bf16 view after one step: {100 * results['bf16-mixed (bf16 view)']:.1f}% "
+        "unchanged "
         "(the fp32 masters keep the update, so later steps accumulate past the bf16 spacing)"
     )
     return results

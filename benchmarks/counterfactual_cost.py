@@ -75,7 +75,8 @@ def main():
     ref_tokens = args.ref_tokens or (args.batch_tokens if device.startswith("cuda") else 4096)
 
     print(
-        f"device={device} dtype={args.dtype} torch={torch.__version__} threads={torch.get_num_threads()}"
+        f"device={device} dtype={args.dtype} torch={torch.__version__} "
+        f"threads={torch.get_num_threads()}"
     )
     print(f"d={args.d} V={args.vocab} E={args.episodes} M={args.samples}")
     proj = time_projection(weight, ref_tokens, args.d, device)
@@ -112,7 +113,8 @@ def main():
         _, seconds, extra = peak_extra_memory(run, device)
         print(
             f"answer_space={space}: counterfactual reward {seconds:.3f} s, "
-            f"ratio to projection {seconds / proj_full:.4f}, peak extra memory {extra / 2**20:.0f} MiB"
+            f"ratio to projection {seconds / proj_full:.4f}, peak extra memory "
+            f"{extra / 2**20:.0f} MiB"
         )
 
 

@@ -41,12 +41,14 @@ def main() -> None:
             outputs[name] = [g.text for g in generations]
     same = outputs["generate"] == outputs["group_sampling"]
     print(
-        f"{len(prompts)} prompts x {args.n} samples, 1 thread, {args.repeats} repeats (alternated); "
+        f"{len(prompts)} prompts x {args.n} samples, 1 thread, {args.repeats} repeats "
+        "(alternated); "
         f"identical completions: {same}"
     )
     for name, values in times.items():
         print(
-            f"{name}: min {min(values):.2f} s, median {statistics.median(values):.2f} s, max {max(values):.2f} s"
+            f"{name}: min {min(values):.2f} s, median {statistics.median(values):.2f} s, max "
+            f"{max(values):.2f} s"
         )
     print(
         f"ratio group_sampling / generate (medians): "

@@ -53,7 +53,8 @@ def main():
         tokens = sum(g.num_tokens for g in out)
         hf_rate = tokens / seconds
         print(
-            f"device={device} threads={torch.get_num_threads()} prompts={args.prompts} new_tokens={args.max_new_tokens}"
+            f"device={device} threads={torch.get_num_threads()} prompts={args.prompts} "
+            f"new_tokens={args.max_new_tokens}"
         )
         print(f"transformers: {tokens} tokens in {seconds:.2f} s = {hf_rate:.1f} tokens/s")
         if args.vllm:

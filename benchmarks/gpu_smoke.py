@@ -42,8 +42,10 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--steps must be >= 2 (one warm-up step and at least one timed step)")
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     print(
-        f"shape={args.shape} device={device} torch={torch.__version__} steps={args.steps} K={args.k} "
-        f"batch={args.batch} completion_length={args.completion_length} precision={args.precision or 'default'}"
+        f"shape={args.shape} device={device} torch={torch.__version__} steps={args.steps} "
+        f"K={args.k} "
+        f"batch={args.batch} completion_length={args.completion_length} "
+        f"precision={args.precision or 'default'}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -65,7 +67,8 @@ def main(argv: list[str] | None = None) -> dict:
         finite = all(math.isfinite(g) for g in result["grad_norms"])
         peak = "n/a (no GPU)" if result["peak_gib"] is None else f"{result['peak_gib']:.2f} GiB"
         print(
-            f"{variant:9s} median step {result['median']:.3f} s over {len(result['times'])} timed steps, "
+            f"{variant:9s} median step {result['median']:.3f} s over {len(result['times'])} "
+            "timed steps, "
             f"peak GPU memory {peak}, skipped steps {result['skipped']}, "
             f"grad norms finite: {finite} ({', '.join(f'{g:.3g}' for g in result['grad_norms'])})"
         )

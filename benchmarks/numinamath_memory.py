@@ -58,7 +58,8 @@ done.set()
 thread.join()
 peak = max(peak, process.memory_info().rss)
 print(json.dumps({"baseline_mib": before / 2**20, "peak_mib": peak / 2**20, "seconds": seconds,
-                  "records": manifest["count"], "skipped_rows": len(skipped), "sha256": manifest["sha256"]}))
+                  "records": manifest["count"], "skipped_rows": len(skipped),
+                  "sha256": manifest["sha256"]}))
 """
 
 
@@ -107,7 +108,8 @@ def main() -> None:
         start = time.perf_counter()
         write_file(args.file, args.rows)
         print(
-            f"wrote {args.rows:,} rows to {args.file} ({args.file.stat().st_size / 2**20:,.0f} MiB) "
+            f"wrote {args.rows:,} rows to {args.file} "
+            f"({args.file.stat().st_size / 2**20:,.0f} MiB) "
             f"in {time.perf_counter() - start:.0f} s"
         )
     import pyarrow.parquet as pq

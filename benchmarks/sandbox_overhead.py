@@ -87,11 +87,13 @@ def main():
     samples = len(problems) * args.repeats
     for name in samplers:
         print(
-            f"{name}: {passed[name]}/{samples} passed, median {statistics.median(times[name]) * 1000:.0f} ms, "
+            f"{name}: {passed[name]}/{samples} passed, median "
+            f"{statistics.median(times[name]) * 1000:.0f} ms, "
             f"mean {statistics.mean(times[name]) * 1000:.0f} ms, total {sum(times[name]):.1f} s"
         )
     print(
-        f"ratio new/old: median {statistics.median(times['new']) / statistics.median(times['old']):.2f}, "
+        "ratio new/old: median "
+        f"{statistics.median(times['new']) / statistics.median(times['old']):.2f}, "
         f"total {sum(times['new']) / sum(times['old']):.2f}"
     )
 

@@ -1,8 +1,9 @@
 """Which token's state should R_cf read (``cf_state``)? For one model and split, cor(R_cf, p | f)
 (the partial correlation of a completion's mean R_cf with the oracle's process validity, given
-correctness) at every choice of ``gc2po.training.episode_states.STATE_CHOICES``, with a 95% bootstrap CI
-over problems. R_cf is computed with the settings a run of the workflow config trains with (its
-resolved ``GC2POConfig``: perturbation, M, tau, lambdas, top-k), not with restated defaults.
+correctness) at every choice of ``gc2po.training.episode_states.STATE_CHOICES``, with a 95%
+bootstrap CI over problems. R_cf is computed with the settings a run of the workflow config
+trains with (its resolved ``GC2POConfig``: perturbation, M, tau, lambdas, top-k), not with
+restated defaults.
 
 Choose on the ``train`` split, not on a test split: the choice is a hyper-parameter.
 

@@ -36,8 +36,10 @@ def main():
     args = parser.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
     print(
-        f"shape={args.shape} device={device} torch={torch.__version__} threads={torch.get_num_threads()} "
-        f"K={args.k} batch={args.batch} completion_length={args.completion_length} repeats={args.repeats}"
+        f"shape={args.shape} device={device} torch={torch.__version__} "
+        f"threads={torch.get_num_threads()} "
+        f"K={args.k} batch={args.batch} completion_length={args.completion_length} "
+        f"repeats={args.repeats}"
     )
     variants = args.methods.split(",")
     with tempfile.TemporaryDirectory() as tmp:
@@ -63,7 +65,8 @@ def main():
             if variant != "trl_grpo":
                 name = "GC2PO" if variant == "gc2po" else variant
                 print(
-                    f"{name} / TRL-GRPO: {results[variant]['median'] / results['trl_grpo']['median']:.3f}"
+                    f"{name} / TRL-GRPO: "
+                    f"{results[variant]['median'] / results['trl_grpo']['median']:.3f}"
                 )
 
 

@@ -57,19 +57,23 @@ def main() -> None:
     )
     print(
         f"pass@1 {100 * sum(correct.values()) / len(samples):.1f}%  "
-        f"pass@{args.k} {100 * sum(pass_at_k(args.n, c, args.k) for c in correct.values()) / len(records):.1f}%"
+        f"pass@{args.k} "
+        f"{100 * sum(pass_at_k(args.n, c, args.k) for c in correct.values()) / len(records):.1f}%"
     )
     print(
-        f"process validity {100 * sum(s['process_validity'] for s in samples) / len(samples):.1f}%  "
+        "process validity "
+        f"{100 * sum(s['process_validity'] for s in samples) / len(samples):.1f}%  "
         f"copies of the bet {100 * len(copies) / len(samples):.1f}% of completions "
         f"(correct {100 * sum(s['correct'] for s in copies) / max(1, len(copies)):.1f}%)"
     )
     for label, want in (("cued", True), ("uncued", False)):
         part = [s for s in samples if cued[s["problem_id"]] is want]
         if part:
+            copied = sum(s["completion"].startswith("<episode_1>bet=") for s in part)
             print(
-                f"{label} problems: {len(part) // args.n}, pass@1 {100 * sum(s['correct'] for s in part) / len(part):.1f}%, "
-                f"copies {100 * sum(s['completion'].startswith('<episode_1>bet=') for s in part) / len(part):.1f}%"
+                f"{label} problems: {len(part) // args.n}, pass@1 "
+                f"{100 * sum(s['correct'] for s in part) / len(part):.1f}%, "
+                f"copies {100 * copied / len(part):.1f}%"
             )
 
 

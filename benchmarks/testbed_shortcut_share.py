@@ -2,8 +2,8 @@
 files: pass@1, process validity, the share of completions that copy the cue's bet, and pass@1
 on the problems with and without a cue (mean over seeds; results/<name>/eval/<base>/<model>/).
 
-    python benchmarks/testbed_shortcut_share.py --results results/testbed --data resources/testbed/data \\
-        [--split test_id] [--eval eval]
+    python benchmarks/testbed_shortcut_share.py --results results/testbed \\
+        --data resources/testbed/data [--split test_id] [--eval eval]
 """
 
 from __future__ import annotations

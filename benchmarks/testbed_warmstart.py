@@ -48,7 +48,8 @@ def main():
         log=lambda *a: None,
     )
     print(
-        f"warm start: {time.perf_counter() - start:.1f} s wall, {stats['steps']}/{stats['total_steps']} steps, "
+        f"warm start: {time.perf_counter() - start:.1f} s wall, "
+        f"{stats['steps']}/{stats['total_steps']} steps, "
         f"final loss {stats['final_loss']:.3f}, {stats['num_parameters']} parameters"
     )
     backend = TransformersBackend.from_pretrained(args.out, batch_size=64)
@@ -62,7 +63,8 @@ def main():
         ):
             result = evaluate_split(backend, splits[split][: args.test], sampling)
             print(
-                f"{split:16s} {label:18s} accuracy {result['accuracy']:.3f} process validity {result['process_validity']:.3f} "
+                f"{split:16s} {label:18s} accuracy {result['accuracy']:.3f} process validity "
+                f"{result['process_validity']:.3f} "
                 f"groups {json.dumps({k: round(v, 3) for k, v in result['groups'].items()})}"
             )
 

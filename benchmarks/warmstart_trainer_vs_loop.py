@@ -69,7 +69,8 @@ def main():
                 for v, m in variants.items()
             }
             print(
-                f"{args.steps} steps, pair {repeat}: loop {times['loop']:.1f} s, Trainer {times['trainer']:.1f} s, "
+                f"{args.steps} steps, pair {repeat}: loop {times['loop']:.1f} s, Trainer "
+                f"{times['trainer']:.1f} s, "
                 f"Trainer / loop {times['trainer'] / times['loop']:.3f}",
                 flush=True,
             )
@@ -83,7 +84,8 @@ def main():
                     SamplingConfig(n=1, temperature=0.0, max_new_tokens=96),
                 )
                 print(
-                    f"seed {seed} {variant}: {stats['steps']} steps, final loss {stats['final_loss']:.3f}, "
+                    f"seed {seed} {variant}: {stats['steps']} steps, final loss "
+                    f"{stats['final_loss']:.3f}, "
                     f"greedy test_id accuracy {greedy['accuracy']:.2f}",
                     flush=True,
                 )

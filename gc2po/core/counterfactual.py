@@ -109,13 +109,15 @@ def build_perturbation(spec: PerturbationSpec) -> list[tuple[PerturbationOp, dic
         for key in params:
             if key != entry.param:
                 raise ValueError(
-                    f"perturbation {entry.name!r}: unknown parameter {key!r}; valid: [{entry.param!r}]"
+                    f"perturbation {entry.name!r}: unknown parameter {key!r}; valid: "
+                    f"[{entry.param!r}]"
                 )
         value = params.get(entry.param, entry.default)
         low, high = entry.bounds
         if isinstance(value, bool) or not (isinstance(value, int | float) and low <= value <= high):
             raise ValueError(
-                f"perturbation {entry.name!r}: {entry.param} must be a number in [{low}, {high}], got {value!r}"
+                f"perturbation {entry.name!r}: {entry.param} must be a number in [{low}, {high}], "
+                f"got {value!r}"
             )
         ops.append((entry.op, {entry.param: float(value)}))
     return ops

@@ -58,7 +58,8 @@ def clipped_token_loss(
         or advantages.shape[1] not in (1, logps.shape[1])
     ):
         raise ValueError(
-            f"advantages must have shape [B, T], [B, 1] or [B] with B={logps.shape[0]}, got {list(advantages.shape)}"
+            f"advantages must have shape [B, T], [B, 1] or [B] with B={logps.shape[0]}, got "
+            f"{list(advantages.shape)}"
         )
     if not clip_eps > 0:
         raise ValueError(f"clip_eps must be > 0, got {clip_eps!r}")

@@ -120,7 +120,8 @@ def decontamination_report(
 def overlap_message(report: dict, limit: int = 50) -> str:
     """A failure message naming both ids of each overlap."""
     lines = [
-        f"{o['train_dataset']}:{o['train_id']} overlaps {o['eval_dataset']}:{o['eval_id']} ({o['reason']})"
+        f"{o['train_dataset']}:{o['train_id']} overlaps {o['eval_dataset']}:{o['eval_id']} "
+        f"({o['reason']})"
         for o in report["overlaps"][:limit]
     ]
     more = len(report["overlaps"]) - limit

@@ -9,7 +9,8 @@ Eval config (YAML; see ``config/examples/eval_*.yaml``)::
     budgets: [256, 512, 1024]        # optional token-budget curve
     batch_size: 32
     output_dir: results/eval         # relative to the working directory
-    benchmarks:                      # per benchmark: a local file (path, relative to this config) or the Hub
+    benchmarks:                      # per benchmark: a local file (path, relative to this config)
+                                     # or the Hub
       gsm8k: {path: ../../data/benchmarks/gsm8k_test.json, limit: 200, seed: 0}
 
 For ``task: testbed`` the benchmark names are testbed splits and ``path`` is a split's JSONL
@@ -97,7 +98,8 @@ def validate_config(config, config_path: str) -> dict:
     for name, spec in (config.get("benchmarks") or {}).items():
         if not isinstance(spec, dict):
             raise ValueError(
-                f"{config_path}: benchmarks.{name}: must be a mapping {{path, limit, seed}}, got {spec!r}"
+                f"{config_path}: benchmarks.{name}: must be a mapping {{path, limit, seed}}, got "
+                f"{spec!r}"
             )
         _check(spec, BENCHMARK_CHECKS, f"{config_path}: benchmarks.{name}.")
     if config.get("backend") == "vllm":
@@ -140,9 +142,10 @@ def check_model(model: str):
 
 
 def default_key(model: str, base: str | None, run: str | None, seed: int | None, config_seed: int):
-    """``--base/--run/--seed`` where given; else a workflow checkpoint ``runs/<base>/<run>/seed<k>/final``
-    keys itself (its training seed is the sampling seed, as in the workflow), and any other model
-    is its own base (``run = base``, the config's sampling seed)."""
+    """``--base/--run/--seed`` where given; else a workflow checkpoint
+    ``runs/<base>/<run>/seed<k>/final`` keys itself (its training seed is the sampling seed, as in
+    the workflow), and any other model is its own base (``run = base``, the config's sampling
+    seed)."""
     from gc2po.evaluation.run import EvalKey
 
     found = RunDir.of_member(model, RunDir.FINAL)
@@ -216,7 +219,8 @@ def refuse_foreign_output(out_path: Path, model: str):
     theirs = previous.get("resolved") or previous.get("path")
     if theirs != mine:
         raise ValueError(
-            f"{out_path} holds the evaluation of model {previous.get('path')!r}; pass --base/--run to "
+            f"{out_path} holds the evaluation of model {previous.get('path')!r}; pass "
+            "--base/--run to "
             f"key {model!r} elsewhere, or remove that file"
         )
 

@@ -36,7 +36,8 @@ UNBRACED_BOX_CONTENT = re.compile(r"[^\s$]+")
 # between boxes of one group: separators, spacing, \text{..}, math delimiters, a part's label
 # (``y_2 =``) and one unit word (``\boxed{1} papers and \boxed{2} bins``)
 BOX_CONNECTOR = re.compile(
-    r"^\s*(?:[A-Za-z]+\s+(?=and|or|,))?(?:\s|[,;.&$]|\\q?quad|\\[,;:! ]|\\text\{[^{}]*\}|\\\[|\\\]|\\\(|\\\)"
+    r"^\s*(?:[A-Za-z]+\s+(?=and|or|,))?(?:\s|[,;.&$]|\\q?quad|\\[,;:! "
+    r"]|\\text\{[^{}]*\}|\\\[|\\\]|\\\(|\\\)"
     r"|\band\b|\bor\b|[A-Za-z](?:_\{?\w+\}?)?\s*=)*$",
     re.IGNORECASE,
 )

@@ -41,7 +41,8 @@ def file_sha256(path: str | Path) -> str:
 
 
 def records_sha256(records: list[dict]) -> str:
-    """sha256 of the records as JSON lines (what was evaluated, when it did not come from one file)."""
+    """sha256 of the records as JSON lines (what was evaluated,
+    when it did not come from one file)."""
     return hashlib.sha256(
         "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
     ).hexdigest()

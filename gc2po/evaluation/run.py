@@ -99,7 +99,8 @@ def generate_and_grade(
     progress=None,
     p_threshold: float = 0.5,
 ) -> tuple[list[Generation], list[dict]]:
-    """Sample ``sampling.n`` completions per record and grade each: (generations, sample records)."""
+    """Sample ``sampling.n`` completions per record and grade each: (generations,
+    sample records)."""
     generations = backend.generate(prompts_for(records, task), sampling, progress=progress)
     return generations, sample_records(records, generations, grader_for(task, p_threshold))
 
@@ -288,7 +289,8 @@ def evaluate_model(
             provenance_fields={**base_fields, "benchmark": bench.name, "data": bench.data},
         )
         log(
-            f"{bench.name}: pass@1 {summary['pass@1']:.4f} {summary['pass@1_ci95']} -> {bench.out_path}"
+            f"{bench.name}: pass@1 {summary['pass@1']:.4f} {summary['pass@1_ci95']} -> "
+            f"{bench.out_path}"
         )
         summaries.append(summary)
     return summaries

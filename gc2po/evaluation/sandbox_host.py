@@ -1,36 +1,36 @@
 """How the code sandbox is set up on this machine (found once per process, with one trial run):
-bubblewrap, the user samples run as, the interpreter and what it must see, cgroups or rlimits;
-the per-sample limits; the bubblewrap command line. ``sandbox_launch`` runs samples with it."""
+bubblewrap, the user samples run as, the interpreter and what it must see, cgroups or rlimits.
+The per-sample limits and the bubblewrap command line are ``sandbox_command``; ``sandbox_launch``
+runs samples with them."""
 
 from __future__ import annotations
 
 import functools
 import json
-import marshal
 import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
-from gc2po.evaluation import sandbox_harness
-from gc2po.evaluation.sandbox_cgroup import CgroupLayout, detect_cgroup_layout
+from gc2po.evaluation.sandbox_cgroup import detect_cgroup_layout
+from gc2po.evaluation.sandbox_command import (
+    Limits,
+    SandboxSetup,
+    bwrap_argv,
+    encode_message,
+    nobody,
+)
 from gc2po.evaluation.sandbox_seccomp import host_arch, seccomp_pipe, seccomp_program
 
-NOBODY = 65534
-TMPFS_MB = 64  # the sample's only writable place, /tmp
-OPEN_FILES = 64
 INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")  # tried after the grader's own
 WEAK_ENV = "GC2PO_ALLOW_WEAK_SANDBOX"
-# glibc reserves a 64 MB malloc arena per thread: address space RLIMIT_AS counts though it is never
-# used, so 16 threads would exhaust a 1 GB limit; two arenas serve a test's few threads
-MALLOC_ARENA_MAX = "2"
-HARNESS_SOURCE = Path(sandbox_harness.__file__).read_text()
 # what an interpreter loads from: its sys.path under -I -S, and LIBDIR (libpython, libffi, ...)
 PROBE = (
-    "import json, os, sys, sysconfig; paths = [*sys.path, sysconfig.get_config_var('LIBDIR') or ''];"
-    "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in paths if os.path.isdir(p)]}))"
+    "import json, os, sys, sysconfig; paths = [*sys.path, "
+    "sysconfig.get_config_var('LIBDIR') or ''];"
+    "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in paths if "
+    "os.path.isdir(p)]}))"
 )
 
 
@@ -38,87 +38,9 @@ class SandboxUnavailable(RuntimeError):
     """Code cannot be run in the sandbox on this machine (and the weaker mode was not asked for)."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Per-sample limits. ``memory_mb``, ``max_processes`` and ``max_threads`` hold for the
-    whole sample. A cgroup's pids.max counts threads, so in a cgroup the bound is ``max_threads``
-    tasks (processes and threads together, a fork bomb stops there); without one RLIMIT_NPROC,
-    which counts threads too, is ``max_processes``, since each process gets 1/max_processes of
-    the memory."""
-
-    timeout: float = 10.0
-    cpu_seconds: int = 10
-    memory_mb: int = 1024
-    max_output_bytes: int = 1 << 20
-    max_processes: int = 8
-    max_threads: int = 64
-
-    def __post_init__(self):
-        for name in (
-            "timeout",
-            "cpu_seconds",
-            "memory_mb",
-            "max_output_bytes",
-            "max_processes",
-            "max_threads",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"sandbox limit {name}={value!r} must be a positive number")
-        if self.memory_mb < 2 * TMPFS_MB or self.max_processes < 4:
-            raise ValueError(
-                f"sandbox limits memory_mb={self.memory_mb} and max_processes={self.max_processes} "
-                f"are below the minimum ({2 * TMPFS_MB} MB, 4 processes: bubblewrap's init, "
-                f"the harness, the candidate and one spare)"
-            )
-        if self.max_threads < self.max_processes:
-            raise ValueError(
-                f"sandbox limit max_threads={self.max_threads} is below "
-                f"max_processes={self.max_processes} (each process has a thread)"
-            )
-
-
-@dataclass(frozen=True)
-class SandboxSetup:
-    """How samples run here: ``bubblewrap`` or (asked for) ``weak``."""
-
-    mode: str
-    interpreter: str
-    as_nobody: bool  # the grader is root: samples run as nobody
-    read_only: tuple[str, ...] = ()  # host paths bound read-only at the same place
-    symlinks: tuple[
-        tuple[str, str], ...
-    ] = ()  # (target, link) as on the host, e.g. (usr/lib, /lib)
-    bwrap: str | None = None
-    setpriv: str | None = None  # drops root to nobody before bubblewrap
-    cgroups: CgroupLayout | None = None
-    seccomp: bytes | None = None  # the BPF program (sandbox_seccomp); None where no table fits
-    description: str = ""
-
-    def rlimits(self, limits: Limits) -> dict:
-        """The rlimits each process sets; without a cgroup a process cap times an address space
-        that together (with the tmpfs) fit in memory_mb (in a fresh user namespace RLIMIT_NPROC
-        counts the sample's processes only)."""
-        address_space, processes = limits.memory_mb << 20, None
-        if self.mode == "bubblewrap" and self.cgroups is None:
-            address_space = ((limits.memory_mb - TMPFS_MB) << 20) // limits.max_processes
-            processes = limits.max_processes
-        return {
-            "cpu_seconds": int(limits.cpu_seconds),
-            "address_space_bytes": address_space,
-            "file_bytes": TMPFS_MB << 20,
-            "open_files": OPEN_FILES,
-            "processes": processes,
-        }
-
-
-def nobody(as_nobody: bool) -> dict:
-    """Popen arguments that drop root to nobody."""
-    return dict(user=NOBODY, group=NOBODY, extra_groups=[]) if as_nobody else {}
-
-
 def _interpreter_paths(interpreter: str, as_nobody: bool) -> list[str] | None:
-    """The directories ``interpreter -I -S`` loads from, or None when the sandbox user cannot run it."""
+    """The directories ``interpreter -I -S`` loads from,
+    or None when the sandbox user cannot run it."""
     try:
         done = subprocess.run(
             [interpreter, "-I", "-S", "-c", PROBE],
@@ -171,71 +93,6 @@ def _read_only_view(
         p for p in wanted if not any(p.startswith(other.rstrip("/") + "/") for other in wanted)
     ]
     return tuple(outermost), tuple(symlinks)
-
-
-def bwrap_argv(setup: SandboxSetup, seccomp_fd: int | None) -> list[str]:
-    """The command line; ``seccomp_fd`` (inherited by bubblewrap) holds ``setup.seccomp``."""
-    argv = [
-        setup.bwrap,
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "--hostname",
-        "sandbox",
-    ]
-    for path in setup.read_only:
-        argv += ["--ro-bind", path, path]
-    for target, link in setup.symlinks:
-        argv += ["--symlink", target, link]
-    argv += [
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--size",
-        str(TMPFS_MB << 20),
-        "--tmpfs",
-        "/tmp",
-        "--remount-ro",
-        "/dev",
-        "--remount-ro",
-        "/",
-        "--chdir",
-        "/tmp",
-        "--clearenv",
-        "--setenv",
-        "HOME",
-        "/tmp",
-        "--setenv",
-        "TMPDIR",
-        "/tmp",
-        "--setenv",
-        "LANG",
-        "C.UTF-8",
-        "--setenv",
-        "MALLOC_ARENA_MAX",
-        MALLOC_ARENA_MAX,
-    ]
-    if seccomp_fd is not None:
-        argv += ["--seccomp", str(seccomp_fd)]
-    if setup.as_nobody:
-        argv = [
-            setup.setpriv,
-            f"--reuid={NOBODY}",
-            f"--regid={NOBODY}",
-            "--clear-groups",
-            "--",
-            *argv,
-        ]
-    return argv + python_argv(setup)
-
-
-def python_argv(setup: SandboxSetup) -> list[str]:
-    return [setup.interpreter, "-I", "-S", "-B", "-X", "utf8", "-c", sandbox_harness.BOOTSTRAP]
 
 
 def _probe_bubblewrap() -> SandboxSetup | str:
@@ -312,7 +169,8 @@ def _probe_bubblewrap_once() -> SandboxSetup | str:
 
 def sandbox_setup(allow_weak: bool = False) -> SandboxSetup:
     """The setup every sample uses; raises SandboxUnavailable where bubblewrap cannot run, unless
-    the weaker mode is asked for (``allow_weak`` or the environment variable GC2PO_ALLOW_WEAK_SANDBOX=1)."""
+    the weaker mode is asked for (``allow_weak`` or the environment variable
+    GC2PO_ALLOW_WEAK_SANDBOX=1)."""
     probe = _probe_bubblewrap()
     if isinstance(probe, SandboxSetup):
         return probe
@@ -335,8 +193,3 @@ def _weak_setup(why: str) -> SandboxSetup:
         description=f"WEAK sandbox ({why}): no namespaces, rlimits and the harness's verdict only"
         + ("" if as_nobody else "; a program run as this same user can reach the grader"),
     )
-
-
-def encode_message(setup: SandboxSetup, message: dict, limits: Limits) -> bytes:
-    message = {**message, "source": HARNESS_SOURCE, "limits": setup.rlimits(limits)}
-    return marshal.dumps(message, sandbox_harness.MARSHAL_VERSION)

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from gc2po.evaluation.sandbox_cgroup import SampleCgroup, create_sample_cgroup
-from gc2po.evaluation.sandbox_host import (
+from gc2po.evaluation.sandbox_command import (
     MALLOC_ARENA_MAX,
     NOBODY,
     Limits,
@@ -28,7 +28,10 @@ from gc2po.evaluation.sandbox_seccomp import seccomp_pipe
 
 MAX_VERDICT_BYTES = 1 << 16
 # as root: enter the sample's cgroups (one procs file per hierarchy), then exec the rest
-ENTER_CGROUPS = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"'
+ENTER_CGROUPS = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; '
+    'n=$((n-1)); done; exec "$@"'
+)
 
 
 @dataclass

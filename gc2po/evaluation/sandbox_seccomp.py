@@ -91,7 +91,8 @@ def seccomp_program(arch: str) -> bytes:
     """The BPF program (concatenated ``struct sock_filter``) for ``arch`` ("x86_64"/"aarch64")."""
     column = 0 if arch == "x86_64" else 1
     numbers = sorted({nrs[column] for nrs in BLOCKED_SYSCALLS.values() if nrs[column] is not None})
-    # layout: [arch load, arch check, nr load, (x32 check), one check per number, allow, errno, kill]
+    # layout: [arch load, arch check, nr load, (x32 check), one check per number, allow,
+    # errno, kill]
     checks = [(BPF_JGE_K, X32_SYSCALL_BIT)] if arch == "x86_64" else []
     checks += [(BPF_JEQ_K, number) for number in numbers]
     program = [

@@ -107,7 +107,8 @@ class Method:
     def __post_init__(self):
         if self.loss_type not in LOSS_TYPES:
             raise ValueError(
-                f"method {self.name!r}: loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}"
+                f"method {self.name!r}: loss_type must be one of {LOSS_TYPES}, got "
+                f"{self.loss_type!r}"
             )
         object.__setattr__(self, "fixed", {"loss_type": self.loss_type, **self.fixed})
 

@@ -23,7 +23,8 @@ from gc2po.methods.base import MethodOutput, RolloutBatch, advantage_metrics, re
 
 @register_method(
     "gcpo",
-    "GCPO: GRPO advantage times a causal cosine weight from counterfactual contexts, KL to a modified reference",
+    "GCPO: GRPO advantage times a causal cosine weight from counterfactual contexts, KL to a "
+    "modified reference",
     display_name="GCPO",
     colour="#e377c2",
     order=60,
@@ -31,7 +32,8 @@ from gc2po.methods.base import MethodOutput, RolloutBatch, advantage_metrics, re
     needs_old_logps=True,
     local_groups=True,
     fixed={"beta": 0.06},
-    fidelity="deviation: cheap variant (one sample per context, one alternative integrated output); groups local to a process",
+    fidelity="deviation: cheap variant (one sample per context, one alternative integrated "
+    "output); groups local to a process",
 )
 def gcpo_advantages(batch: RolloutBatch, config) -> MethodOutput:
     services, K = batch.services, batch.group_size

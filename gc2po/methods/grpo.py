@@ -15,7 +15,8 @@ from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
     display_name="GRPO",
     colour="#1f77b4",
     order=10,
-    fidelity="as in DeepSeekMath; clip 0.2 and population std (TRL: sample std, a rescaling) are choices the paper leaves open",
+    fidelity="as in DeepSeekMath; clip 0.2 and population std (TRL: sample std, a rescaling) are "
+    "choices the paper leaves open",
 )
 def grpo_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     """A_i = (r_i - mean) / (std + 1e-4), population std, on every token of o_i."""

@@ -42,7 +42,8 @@ def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
     order=40,
     loss=gvpo_method_loss,
     fixed={"beta": 0.0, "num_iterations": 1},
-    fidelity="deviation: mean over groups instead of the sum over a micro-batch; on-policy (one iteration per batch)",
+    fidelity="deviation: mean over groups instead of the sum over a micro-batch; on-policy (one "
+    "iteration per batch)",
 )
 def gvpo_advantages(batch: RolloutBatch, config) -> MethodOutput:
     """No advantage in the usual sense: the loss needs each completion's centred reward (over the

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.core.baselines import mrt_token_advantages
 from gc2po.core.positions import episode_end_positions
+from gc2po.core.step_baselines import mrt_token_advantages
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 
@@ -41,14 +41,16 @@ def boundaries(
 
 @register_method(
     "mrt",
-    "MRT: dense progress rewards from forced answers at episode boundaries, reward-to-go advantages",
+    "MRT: dense progress rewards from forced answers at episode boundaries, "
+    "reward-to-go advantages",
     display_name="MRT",
     colour="#17becf",
     order=70,
     needs_episodes=True,
     local_groups=True,
     max_episodes_field="mrt_max_episodes",
-    fidelity="deviation: online dense-reward construction (BASELINES 5 ii); groups must be local to a process",
+    fidelity="deviation: online dense-reward construction (BASELINES 5 ii); groups must be local "
+    "to a process",
 )
 def mrt_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     rows, slots, prefix_ends, num_episodes, step_ends = boundaries(batch.episode_ids)

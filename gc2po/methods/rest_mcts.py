@@ -20,7 +20,7 @@ import random
 
 import torch
 
-from gc2po.core.baselines import label_rollout_steps, rest_selection, rest_value_targets
+from gc2po.core.step_baselines import label_rollout_steps, rest_selection, rest_value_targets
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 
@@ -34,7 +34,8 @@ from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
     needs_rollout_states=True,
     local_groups=True,
     fixed={"beta": 0.0},
-    fidelity="deviation: lite variant of BASELINES 7 (one branch point per rollout, online value head, no MCTS search)",
+    fidelity="deviation: lite variant of BASELINES 7 (one branch point per rollout, online value "
+    "head, no MCTS search)",
 )
 def rest_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     services, states = batch.services, batch.states

@@ -61,7 +61,8 @@ def train_tokenizer(
 
 
 def _wrap(tokenizer, episode_tags: bool):
-    """A tokenizers.Tokenizer -> PreTrainedTokenizerFast with our specials, tags and chat template."""
+    """A tokenizers.Tokenizer -> PreTrainedTokenizerFast with our specials,
+    tags and chat template."""
     from tokenizers import AddedToken
     from transformers import PreTrainedTokenizerFast
 
@@ -125,12 +126,14 @@ def check_reload(tokenizer, path: str | Path) -> list[int]:
     ]
     if not want or got != want:
         raise ValueError(
-            f"{path}: the tokenizer does not reload as itself ({type(reloaded).__name__} encodes the "
+            f"{path}: the tokenizer does not reload as itself ({type(reloaded).__name__} "
+            "encodes the "
             f"test prompt to {got[:12]}..., the original to {want[:12]}...)"
         )
     if tokenizer.pad_token_id in want:
         raise ValueError(
-            f"{path}: the test prompt encodes to the pad id {tokenizer.pad_token_id} (unknown text?)"
+            f"{path}: the test prompt encodes to the pad id {tokenizer.pad_token_id} "
+            "(unknown text?)"
         )
     return want
 

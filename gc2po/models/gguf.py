@@ -65,7 +65,8 @@ def gguf_to_pretrained(gguf_path: str | Path, out_dir: str | Path) -> Path:
     ]
     if real_missing or unexpected:
         raise RuntimeError(
-            f"{gguf_path}: weights do not match the config (missing {real_missing}, unexpected {unexpected})"
+            f"{gguf_path}: weights do not match the config (missing {real_missing}, unexpected "
+            f"{unexpected})"
         )
     model.tie_weights()
     model.generation_config = loaded.generation_config

@@ -44,7 +44,8 @@ def compare(
         )
         if not seeds:
             raise ValueError(
-                f"comparison: {block}: {method_a} and {method_b} share no seed evaluated on {benchmarks}"
+                f"comparison: {block}: {method_a} and {method_b} share no seed evaluated on "
+                f"{benchmarks}"
             )
         a, b, counts = [], [], []
         for benchmark in benchmarks:
@@ -83,20 +84,24 @@ def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunName
     lines = [
         f"### {a} - {b}: paired difference of pass@1 (%)",
         "",
-        f"| Base model | Benchmark | {a} | {b} | {a} - {b} [95% CI] | paired t p | sign-flip p | seeds |",
+        f"| Base model | Benchmark | {a} | {b} | {a} - {b} [95% CI] | paired t p | sign-flip p "
+        "| seeds |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows.itertuples():
         diff = 0.0 if round(row.diff, 1) == 0 else row.diff
         lines.append(
-            f"| {row.block} | {benchmark_name(row.benchmark)} | {row.mean_a:.1f} | {row.mean_b:.1f} | "
+            f"| {row.block} | {benchmark_name(row.benchmark)} | {row.mean_a:.1f} | "
+            f"{row.mean_b:.1f} | "
             f"{diff:+.1f} [{row.diff_ci_low:+.1f}, {row.diff_ci_high:+.1f}] | {_p(row.t_p)} | "
             f"{_p(row.sign_flip_p)} | {row.seeds} |"
         )
     lines += [
         "",
-        "Same seeds and problems for both methods; the CI resamples seeds and problems jointly (1000 "
-        "resamples); the p-values test the per-seed differences (two-sided; n/a with one seed). Average: "
+        "Same seeds and problems for both methods; the CI resamples seeds and problems "
+        "jointly (1000 "
+        "resamples); the p-values test the per-seed differences (two-sided; n/a with one seed). "
+        "Average: "
         "the mean over the benchmarks.",
     ]
     return "\n".join(lines) + "\n"

@@ -4,8 +4,9 @@ Methods appear under the display name, in the colour and at the place in tables 
 registry entry declares (``gc2po.methods``: the paper's Table 1 order, GRPO, length penalty,
 ReST-MCTS*, GVPO, Dr.GRPO, GCPO, MRT, GC2PO, then the ablations); benchmarks appear under the
 paper's column names. Run labels that are not registry methods (the lambda sweeps,
-``gc2po_lambda_exp_0.5``, and named variants) are named by the plan (``gc2po.training.plan.Run``), which
-the workflow passes in as ``names``, and get a colour of their own.
+``gc2po_lambda_exp_0.5``, and named variants) are named by the plan
+(``gc2po.training.plan.Run``), which the workflow passes in as ``names``, and get a colour
+of their own.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
+from gc2po.data.benchmarks import BENCHMARKS
 from gc2po.methods import METHODS
 
 # run label -> display name of the runs a config plans (``gc2po.training.plan.Run.display_name``)
 RunNames = Mapping[str, str] | None
-
-from gc2po.data.benchmarks import BENCHMARKS
 
 BASE_NAME = "Base model"
 BASE_COLOUR = "#7f7f7f"

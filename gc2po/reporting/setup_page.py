@@ -89,8 +89,10 @@ def _protocol_text(summaries: list[Path]) -> str:
     p, code = summary.get("protocol", {}), summary.get("code", {})
     versions = ", ".join(f"{k} {v}" for k, v in p.get("grader_versions", {}).items())
     return (
-        f"temperature {p.get('temperature')}, top-p {p.get('top_p')}, at most {p.get('max_new_tokens')} new "
-        f"tokens, sampling seed = training seed, {p.get('backend')} backend; grader: {p.get('grader')} "
+        f"temperature {p.get('temperature')}, top-p {p.get('top_p')}, at most "
+        f"{p.get('max_new_tokens')} new "
+        f"tokens, sampling seed = training seed, {p.get('backend')} backend; grader: "
+        f"{p.get('grader')} "
         f"({versions}); code: gc2po {code.get('gc2po')}, git {code.get('revision')}"
         + (" (uncommitted changes)" if code.get("dirty") else "")
     )
@@ -156,9 +158,10 @@ def setup_html(
         (
             "Run",
             f"<p>config <b>{html.escape(config['name'])}</b> (mode {html.escape(config['mode'])}); "
-            f"seeds {html.escape(str(config['seeds']))}: every run is trained once per seed of its own (the "
-            "table below), and every model is evaluated once per seed with that seed as the sampling seed.</p>"
-            + _table(run_rows),
+            f"seeds {html.escape(str(config['seeds']))}: every run is trained once per seed of "
+            "its own (the "
+            "table below), and every model is evaluated once per seed with that seed as the "
+            "sampling seed.</p>" + _table(run_rows),
         ),
         (
             "Base models",
@@ -185,7 +188,11 @@ def setup_html(
     ]
     body = "".join(f"<h3>{html.escape(title)}</h3>{content}" for title, content in sections)
     style = (
-        "body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse;margin-bottom:12px}"
+        "body{font-family:sans-serif;font-size:13px} "
+        "table{border-collapse:collapse;margin-bottom:12px}"
         "th,td{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}"
     )
-    return f"<!DOCTYPE html><html><head><meta charset='utf-8'><style>{style}</style></head><body>{body}</body></html>\n"
+    return (
+        "<!DOCTYPE html><html><head><meta "
+        f"charset='utf-8'><style>{style}</style></head><body>{body}</body></html>\n"
+    )

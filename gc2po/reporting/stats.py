@@ -31,7 +31,8 @@ def _scores(per_seed_problem_scores) -> np.ndarray:
     scores = np.asarray([np.asarray(s, dtype=float) for s in per_seed_problem_scores], dtype=float)
     if scores.ndim != 2:
         raise ValueError(
-            f"scores must be [seeds, problems] with the same problems per seed, got shape {scores.shape}"
+            "scores must be [seeds, problems] with the same problems per seed, got shape "
+            f"{scores.shape}"
         )
     return scores
 
@@ -191,7 +192,8 @@ def paired_macro_test(benchmark_scores_a: list, benchmark_scores_b: list) -> Pai
 
 
 def seed_interval(values, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t CI over seeds (a figure's band or error bar); no interval from one seed."""
+    """Mean and Student-t CI over seeds (a figure's band or error bar);
+    no interval from one seed."""
     from scipy import stats
 
     v = np.asarray(values, dtype=float)

@@ -39,7 +39,8 @@ def protocol_text(protocols: list[dict], benchmarks: list[str]) -> str:
         for key in PROTOCOL_KEYS:
             if p.get(key) != first.get(key):
                 raise ValueError(
-                    f"table: evaluation protocols differ in {key!r}: {first['file']} has {first.get(key)!r}, "
+                    f"table: evaluation protocols differ in {key!r}: {first['file']} has "
+                    f"{first.get(key)!r}, "
                     f"{p['file']} has {p.get(key)!r}"
                 )
     per_benchmark: dict[str, dict] = {}
@@ -68,7 +69,8 @@ def protocol_text(protocols: list[dict], benchmarks: list[str]) -> str:
     return (
         f"n = {usual_n} sample{'s' if usual_n != 1 else ''} per problem"
         + (f" ({exceptions})" if exceptions else "")
-        + f", temperature {first['temperature']}, top-p {first['top_p']}, at most {first['max_new_tokens']} new tokens,"
+        + f", temperature {first['temperature']}, top-p {first['top_p']}, at most "
+        f"{first['max_new_tokens']} new tokens,"
         + f" {first['backend']} backend; grader: {', '.join(graders)}"
         + (f" ({', '.join(f'{k} {v}' for k, v in versions.items())})" if versions else "")
     )
@@ -78,10 +80,14 @@ def caption_notes(cells: pd.DataFrame, protocol: str) -> str:
     base_seeds = cells.loc[cells.model == "base", "seeds"].iloc[0].split(",")
     return (
         "Cells: mean pass@1 (%) over the problems of each benchmark and "
-        f"{len(base_seeds)} seed{'s' if len(base_seeds) != 1 else ''} ({', '.join(base_seeds)}), with its 95% "
-        "bootstrap CI in brackets; for a trained model, in parentheses, the paired difference to its base model "
-        "with the 95% CI of that difference (seeds and problems resampled jointly, 1000 resamples). Average: the "
-        "mean of the benchmark means. Bold: the highest trained value of a column when no other trained row "
+        f"{len(base_seeds)} seed{'s' if len(base_seeds) != 1 else ''} ({', '.join(base_seeds)}), "
+        "with its 95% "
+        "bootstrap CI in brackets; for a trained model, in parentheses, the paired difference to "
+        "its base model "
+        "with the 95% CI of that difference (seeds and problems resampled jointly, 1000 "
+        "resamples). Average: the "
+        "mean of the benchmark means. Bold: the highest trained value of a column when no other "
+        "trained row "
         f"shows the same value. Evaluation protocol: {protocol}."
     )
 

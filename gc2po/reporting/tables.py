@@ -124,7 +124,8 @@ class Scores:
             for s in seeds:
                 if set(self.by_cell[(block, m, benchmark)][s]) != first:
                     raise ValueError(
-                        f"table: {block}/{m} seed {s} was evaluated on other {benchmark} problems than "
+                        f"table: {block}/{m} seed {s} was evaluated on other {benchmark} "
+                        "problems than "
                         f"{block}/{models[0]} seed {seeds[0]}: {self.path(block, m, benchmark, s)}"
                     )
         return sorted(first)
@@ -221,7 +222,8 @@ def cell_table(files: list[EvalFile], order: list[str], benchmarks: list[str]) -
         base_seeds = scores.seeds(block, "base", benchmarks)
         if not base_seeds:
             raise ValueError(
-                f"table: no evaluation of the base model of block {block!r} on every one of {benchmarks}"
+                f"table: no evaluation of the base model of block {block!r} on every one of "
+                f"{benchmarks}"
             )
         for model in ["base"] + method_order([m for m in order if m != "base"]):
             rows += _row_cells(scores, block, model, benchmarks, base_seeds)

@@ -218,7 +218,8 @@ def generate_splits(
                     f"testbed split {split!r}: could not draw {sizes[split]} distinct problems"
                 )
             start, steps, values = _draw_chain(rng, rng.randint(low, high))
-            # the cue's draws come from their own stream, so frac 0 leaves the other texts as they were
+            # the cue's draws come from their own stream,
+            # so frac 0 leaves the other texts as they were
             cue_value = _draw_cue(cue_rng, cue_kind, values[-1], cue)
             question = _phrase(rng, TEMPLATES[kind], start, steps, distractors, cue_value, cue_rng)
             if question in seen or tuple(NUMBER.findall(question)) in earlier_numbers:

@@ -51,7 +51,8 @@ class WarmStartConfig:
 
     @classmethod
     def from_mapping(cls, values: dict, where: str = "warm_start") -> WarmStartConfig:
-        """Build from a config mapping; an unknown key or a value of the wrong type fails naming it."""
+        """Build from a config mapping; an unknown key or a value of the wrong type fails
+        naming it."""
         fields = {f.name: f for f in dataclasses.fields(cls)}
         for key, value in (values or {}).items():
             if key not in fields:

@@ -3,15 +3,17 @@
 The pipeline, module by module:
 
 - ``run_config``: a run config (YAML) checked before any model loads -> the resolved ``config``
-  (``GC2POConfig``, TRL's ``GRPOConfig`` plus GC2PO's and the baselines' fields);
+  (``GC2POConfig``, TRL's ``GRPOConfig`` plus GC2PO's and the baselines' fields, whose values
+  ``config_checks`` checks); ``output_dir``: refuse, resume or start over in the output directory;
 - ``train``: model, data and reward -> ``trainer.GC2POTrainer`` -> checkpoints, final model;
-- ``trainer``: the thin TRL adapter; it hands each generation batch to ``scoring``, which turns
-  it into the method's advantages (episodes from ``episodes``, the state each episode is read
-  at from ``episode_states``, R_cf, extra generation and scoring from ``services``);
+- ``trainer``: the thin TRL adapter (its helpers in ``batch_scoring``); it hands each generation
+  batch to ``scoring``, which turns it into the method's advantages (episodes from ``episodes``,
+  the state each episode is read at from ``episode_states``, R_cf, extra generation and scoring
+  from ``services`` and its backends in ``continuations``);
 - ``rewards``, ``step_guard``, ``ratio_guard``, ``metrics``, ``distributed``,
   ``vllm_cpu_sync``: what a step needs around that;
-- ``plan``, ``launch``, ``memory``, ``config_schema``: a workflow config -> training jobs, their
-  launch commands and memory estimates.
+- ``plan``, ``plan_summary``, ``launch``, ``memory``, ``job_shape``, ``config_schema``: a workflow
+  config -> training jobs, their launch commands and memory estimates.
 
 ``GC2POConfig``, ``GC2POTrainer`` and ``train`` are importable from here; they load TRL on first
 use, so the workflow can read ``plan`` without importing it.

@@ -1,25 +1,105 @@
-"""``GC2POConfig``: TRL's ``GRPOConfig`` plus the fields of GC2PO and of the baselines."""
+r"""``GC2POConfig``: TRL's ``GRPOConfig`` plus the fields of GC2PO and of the baselines (the
+checks of their values are in ``gc2po.training.config_checks``).
+
+Defaults are the paper's; SPEC 2 fills what the paper leaves open. Each field has a one-line
+``help`` in its metadata; the longer account, by group:
+
+> Method and precision
+
+method (`str`, defaults to `"gc2po"`): training method, a name of `gc2po.methods.METHODS`. A
+    method fixes the fields that define it (its loss aggregation, Dr.GRPO's beta 0, an
+    ablation's lambda); `gc2po.training.train.build_args` refuses a run config that sets them
+    otherwise.
+precision (`str`, defaults to `"fp32"`): `"bf16-mixed"` (fp32 master weights, bf16 autocast;
+    the default on GPU), `"bf16"` (pure bf16 weights: half the memory, but an AdamW step of
+    ~1e-6 rounds away on most weights) or `"fp32"`. Sets TRL's `bf16`; the model is loaded in
+    bf16 only for `"bf16"`.
+
+> GC2PO (paper section 4)
+
+lambda_cf (`float`, defaults to `0.8`): weight of R_cf in the episodic score S.
+lambda_exp (`float`, defaults to `0.9`): weight of S_exp in R_cf.
+lambda_sta (`float`, defaults to `1.0`): weight of S_sta in R_cf (0 in the w/o S_sta ablation).
+cf_tau (`float`, defaults to `0.1`): temperature tau of the stability term.
+cf_eps_u (`float`, defaults to `1e-6`): eps_u of the expressiveness term (> 0).
+num_perturbations (`int`, defaults to `8`): Monte Carlo samples M of perturbed states.
+perturbation (`str`, defaults to `"dropout,gaussian"`): comma-separated operators applied in
+    order (`gc2po.core.counterfactual.PERTURBATIONS`); each takes its scale from
+    `perturbation_<param>`: `perturbation_p` (dropout), `perturbation_sigma` (gaussian),
+    `perturbation_alpha` (group_mix).
+answer_space (`str`, defaults to `"topk"`): support of q(.|u): `"topk"` or `"vocab"`.
+answer_topk (`int`, defaults to `64`): k of the top-k answer space.
+max_episodes (`int`, defaults to `32`): episodes past this merge into the last one.
+trunc_frac (`float`, defaults to `0.05`): fraction of token rewards dropped at each tail.
+adv_clip (`float`, defaults to `10.0`): token advantages are clamped to [-adv_clip, adv_clip].
+episode_weight_norm (`str`, defaults to `"sum"`): surprise weights sum to 1 per episode
+    (`"sum"`, the paper) or average 1 (`"mean"`, no incentive to emit many short episodes).
+cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
+    `gc2po.training.episode_states.STATE_CHOICES`; `None` takes the method's (`"episode_end"` for
+    `gc2po`, which reads EOS for the last episode; `"last_content"` for the corrected
+    `gc2po_add`).
+cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
+    R_cf.
+cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to
+    +-cf_z_clip.
+
+> Training machinery
+
+sampling_ratio_pass (`bool`, defaults to `False`): run one extra no-grad pass after generation
+    for old log-probs, so the sampling-ratio metric pi/pi_old is measured even on-policy
+    (where it is exactly 1). Off: GC2PO costs no forward pass over TRL's GRPO.
+fast_generation (`bool`, defaults to `True`): on the transformers generation path on CPU,
+    prefill each prompt once for its K completions and run the model on unfinished rows only
+    (`gc2po.models.sampling`): the same tokens as `generate`, less work. Off: TRL's `generate` call.
+max_consecutive_skipped_steps (`int`, defaults to `3`): a step whose loss or gradient norm is
+    not finite is skipped (weights, optimizer and scheduler untouched); this many in a row
+    stop the run with an error naming the step, the first non-finite parameter and the prompts.
+metrics_path (`str` or `None`): JSONL file that receives every logged step (rank 0 writes).
+
+> Baselines
+
+length_penalty_alpha (`float`, defaults to `0.1`): alpha of the length penalty.
+gvpo_beta (`float`, defaults to `0.1`): beta of GVPO's implicit reward (authors' default).
+gcpo_alpha (`float`, defaults to `2.0`): alpha of GCPO's causal weight (paper: 2).
+mrt_alpha (`float`, defaults to `1.0`): weight of MRT's progress rewards.
+mrt_num_stops (`int`, defaults to `4`): forced answers per episode boundary (MRT).
+mrt_max_episodes (`int`, defaults to `6`): episodes per completion for MRT (later ones merge).
+mrt_answer_tokens (`int`, defaults to `16`): tokens generated for a forced answer (MRT).
+force_answer_text (`str`): appended to a cut trajectory to force a final answer (MRT).
+rest_branches (`int`, defaults to `3`): continuations per branch point (ReST-MCTS*-lite).
+rest_min_value (`float`, defaults to `0.2`): minimum predicted step value to clone a rollout.
+rest_value_lr (`float`, defaults to `1e-3`): learning rate of the ReST-MCTS* value head.
+
+> Sampler/trainer mismatch (`gc2po.training.ratio_guard`; vLLM with importance-sampling correction)
+
+ratio_guard_low, ratio_guard_high (`float`, defaults to `0.95`, `1.05`): band of the mean
+    per-token importance ratio trainer/vLLM of a step; outside it the step warns.
+ratio_guard_patience (`int`, defaults to `3`): steps in a row outside the band that stop
+    the run naming the step and the likely cause (0 turns the guard off).
+"""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from gc2po.core.advantages import EPISODE_WEIGHT_NORMS
 from gc2po.core.counterfactual import (
     ANSWER_SPACES,
     PERTURBATIONS,
     CounterfactualParams,
-    build_perturbation,
     spec_from_fields,
 )
+from gc2po.core.gc2po_form import EPISODE_WEIGHT_NORMS
 from gc2po.methods import METHODS, get_method
+from gc2po.training.config_checks import (
+    PRECISIONS,
+    apply_method,
+    check_batch_layout,
+    check_gc2po_fields,
+    check_vllm_fields,
+)
 from gc2po.training.episode_states import STATE_CHOICES
-from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
-
-PRECISIONS = ("bf16-mixed", "bf16", "fp32")
 
 
 def _help(text: str, default=None):
@@ -28,82 +108,9 @@ def _help(text: str, default=None):
 
 @dataclass
 class GC2POConfig(GRPOConfig):
-    r"""
-    Configuration of [`GC2POTrainer`]: every field of TRL's `GRPOConfig`, plus the ones below.
-    Defaults are the paper's; SPEC 2 fills what the paper leaves open.
-
-    Parameters:
-        > Method and precision
-
-        method (`str`, defaults to `"gc2po"`): training method, a name of `gc2po.methods.METHODS`. A
-            method fixes the fields that define it (its loss aggregation, Dr.GRPO's beta 0, an
-            ablation's lambda); `gc2po.training.train.build_args` refuses a run config that sets them otherwise.
-        precision (`str`, defaults to `"fp32"`): `"bf16-mixed"` (fp32 master weights, bf16 autocast;
-            the default on GPU), `"bf16"` (pure bf16 weights: half the memory, but an AdamW step of
-            ~1e-6 rounds away on most weights) or `"fp32"`. Sets TRL's `bf16`; the model is loaded in
-            bf16 only for `"bf16"`.
-
-        > GC2PO (paper section 4)
-
-        lambda_cf (`float`, defaults to `0.8`): weight of R_cf in the episodic score S.
-        lambda_exp (`float`, defaults to `0.9`): weight of S_exp in R_cf.
-        lambda_sta (`float`, defaults to `1.0`): weight of S_sta in R_cf (0 in the w/o S_sta ablation).
-        cf_tau (`float`, defaults to `0.1`): temperature tau of the stability term.
-        cf_eps_u (`float`, defaults to `1e-6`): eps_u of the expressiveness term (> 0).
-        num_perturbations (`int`, defaults to `8`): Monte Carlo samples M of perturbed states.
-        perturbation (`str`, defaults to `"dropout,gaussian"`): comma-separated operators applied in
-            order (`gc2po.core.counterfactual.PERTURBATIONS`); each takes its scale from
-            `perturbation_<param>`: `perturbation_p` (dropout), `perturbation_sigma` (gaussian),
-            `perturbation_alpha` (group_mix).
-        answer_space (`str`, defaults to `"topk"`): support of q(.|u): `"topk"` or `"vocab"`.
-        answer_topk (`int`, defaults to `64`): k of the top-k answer space.
-        max_episodes (`int`, defaults to `32`): episodes past this merge into the last one.
-        trunc_frac (`float`, defaults to `0.05`): fraction of token rewards dropped at each tail.
-        adv_clip (`float`, defaults to `10.0`): token advantages are clamped to [-adv_clip, adv_clip].
-        episode_weight_norm (`str`, defaults to `"sum"`): surprise weights sum to 1 per episode
-            (`"sum"`, the paper) or average 1 (`"mean"`, no incentive to emit many short episodes).
-        cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
-            `gc2po.training.episode_states.STATE_CHOICES`; `None` takes the method's (`"episode_end"` for
-            `gc2po`, which reads EOS for the last episode; `"last_content"` for the corrected
-            `gc2po_add`).
-        cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
-            R_cf.
-        cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to
-            +-cf_z_clip.
-
-        > Training machinery
-
-        sampling_ratio_pass (`bool`, defaults to `False`): run one extra no-grad pass after generation
-            for old log-probs, so the sampling-ratio metric pi/pi_old is measured even on-policy
-            (where it is exactly 1). Off: GC2PO costs no forward pass over TRL's GRPO.
-        fast_generation (`bool`, defaults to `True`): on the transformers generation path on CPU,
-            prefill each prompt once for its K completions and run the model on unfinished rows only
-            (`gc2po.models.sampling`): the same tokens as `generate`, less work. Off: TRL's `generate` call.
-        max_consecutive_skipped_steps (`int`, defaults to `3`): a step whose loss or gradient norm is
-            not finite is skipped (weights, optimizer and scheduler untouched); this many in a row
-            stop the run with an error naming the step, the first non-finite parameter and the prompts.
-        metrics_path (`str` or `None`): JSONL file that receives every logged step (rank 0 writes).
-
-        > Baselines
-
-        length_penalty_alpha (`float`, defaults to `0.1`): alpha of the length penalty.
-        gvpo_beta (`float`, defaults to `0.1`): beta of GVPO's implicit reward (authors' default).
-        gcpo_alpha (`float`, defaults to `2.0`): alpha of GCPO's causal weight (paper: 2).
-        mrt_alpha (`float`, defaults to `1.0`): weight of MRT's progress rewards.
-        mrt_num_stops (`int`, defaults to `4`): forced answers per episode boundary (MRT).
-        mrt_max_episodes (`int`, defaults to `6`): episodes per completion for MRT (later ones merge).
-        mrt_answer_tokens (`int`, defaults to `16`): tokens generated for a forced answer (MRT).
-        force_answer_text (`str`): appended to a cut trajectory to force a final answer (MRT).
-        rest_branches (`int`, defaults to `3`): continuations per branch point (ReST-MCTS*-lite).
-        rest_min_value (`float`, defaults to `0.2`): minimum predicted step value to clone a rollout.
-        rest_value_lr (`float`, defaults to `1e-3`): learning rate of the ReST-MCTS* value head.
-
-        > Sampler/trainer mismatch (`gc2po.training.ratio_guard`; vLLM with importance-sampling correction)
-
-        ratio_guard_low, ratio_guard_high (`float`, defaults to `0.95`, `1.05`): band of the mean
-            per-token importance ratio trainer/vLLM of a step; outside it the step warns.
-        ratio_guard_patience (`int`, defaults to `3`): steps in a row outside the band that stop
-            the run naming the step and the likely cause (0 turns the guard off).
+    """Configuration of [`GC2POTrainer`]: every field of TRL's `GRPOConfig`, plus the ones below.
+    Each field's `help` metadata says what it is; the module docstring gives the longer account,
+    by group; ``gc2po.training.config_checks`` checks the values.
     """
 
     method: str = _help(f"Training method, one of {sorted(METHODS)}.", "gc2po")
@@ -160,96 +167,12 @@ class GC2POConfig(GRPOConfig):
 
     def __post_init__(self):
         method = get_method(self.method)
-        # what the method fixes is refused when set otherwise (a field left at its default
-        # takes the method's value): the one rule, shared with run configs (Method.check_fixed)
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        method.check_fixed(
-            {key: getattr(self, key) for key in method.fixed if getattr(self, key) != defaults[key]}
-        )
-        for key, value in method.fixed.items():
-            setattr(self, key, value)
-        if self.cf_state is None:
-            self.cf_state = method.cf_state
-        if self.cf_state != "episode_end" and not method.needs_cf:
-            raise ValueError(
-                f"cf_state applies to the GC2PO methods only; method {self.method!r} "
-                "reads episode ends"
-            )
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {self.precision!r}")
+        apply_method(self, method)
+        check_gc2po_fields(self, method)
         self.bf16, self.fp16 = self.precision != "fp32", False
-        for key in ("lambda_cf", "lambda_exp", "lambda_sta"):
-            if not 0.0 <= getattr(self, key) <= 1.0:
-                raise ValueError(f"{key} must be in [0, 1], got {getattr(self, key)!r}")
-        checks = [
-            ("cf_tau", self.cf_tau > 0, "> 0"),
-            ("cf_eps_u", self.cf_eps_u > 0, "> 0"),
-            ("num_perturbations", self.num_perturbations >= 1, ">= 1"),
-            ("answer_topk", self.answer_topk >= 1, ">= 1"),
-            ("answer_space", self.answer_space in ANSWER_SPACES, f"one of {list(ANSWER_SPACES)}"),
-            (
-                "episode_weight_norm",
-                self.episode_weight_norm in EPISODE_WEIGHT_NORMS,
-                f"one of {list(EPISODE_WEIGHT_NORMS)}",
-            ),
-            ("trunc_frac", 0 <= self.trunc_frac < 0.5, "in [0, 0.5)"),
-            ("adv_clip", self.adv_clip > 0, "> 0"),
-            ("cf_state", self.cf_state in STATE_CHOICES, f"one of {list(STATE_CHOICES)}"),
-            ("cf_std_floor", self.cf_std_floor > 0, "> 0"),
-            ("cf_z_clip", self.cf_z_clip > 0, "> 0"),
-            ("max_consecutive_skipped_steps", self.max_consecutive_skipped_steps >= 1, ">= 1"),
-            (
-                "multi_objective_aggregation",
-                self.multi_objective_aggregation == "sum_then_normalize",
-                "'sum_then_normalize' (R_out is the weighted sum of the reward functions)",
-            ),
-        ]
-        for key, ok, rule in checks:
-            if not ok:
-                raise ValueError(f"{key} must be {rule}, got {getattr(self, key)!r}")
-        if self.num_generations is not None and self.num_generations < 2:
-            raise ValueError(
-                f"num_generations must be >= 2 (a group needs K >= 2), got {self.num_generations}"
-            )
-        build_perturbation(self.perturbation_spec())
-        RatioGuard(self.ratio_guard_low, self.ratio_guard_high, self.ratio_guard_patience)
-        if self.use_vllm and self.vllm_importance_sampling_correction:
-            truncated = truncated_sampling_keys(self.top_p, self.top_k, self.min_p)
-            if truncated:
-                raise ValueError(
-                    f"{truncated[0]}: with use_vllm and vllm_importance_sampling_correction, "
-                    "training rollouts sample the full distribution (a truncated one biases "
-                    "the importance ratio, TRL issue 6789)"
-                )
-        if (
-            self.use_vllm
-            and self.vllm_enable_sleep_mode
-            and not (self.vllm_importance_sampling_correction and self.ratio_guard_patience > 0)
-        ):
-            raise ValueError(
-                "vllm_enable_sleep_mode: true needs the ratio guard "
-                "(ratio_guard_patience > 0 with vllm_importance_sampling_correction): "
-                "stale weights after a wake-up would otherwise go unnoticed "
-                "(TRL issue 5312)"
-            )
+        check_vllm_fields(self)
         super().__post_init__()
-        self._check_batch_layout(method)
-
-    def _check_batch_layout(self, method) -> None:
-        """Where the method's advantages are computed decides what the batch must hold."""
-        if method.needs_cf and self.advantages_in_loss_forward and self.steps_per_generation != 1:
-            raise ValueError(
-                f"method {self.method!r} computes its advantages in the loss forward when training is on-policy, "
-                f"which needs a generation batch in one micro-batch: set steps_per_generation to 1 (got "
-                f"{self.steps_per_generation}) or sampling_ratio_pass to true (one extra forward pass)"
-            )
-        rows = self.per_device_train_batch_size * self.steps_per_generation
-        if method.local_groups and rows % self.num_generations:
-            raise ValueError(
-                f"method {self.method!r} needs every group on one process: per_device_train_batch_size "
-                f"({self.per_device_train_batch_size}) x steps_per_generation must be a multiple of "
-                f"num_generations ({self.num_generations})"
-            )
+        check_batch_layout(self, method)
 
     @property
     def trl_computes_old_logps(self) -> bool:
@@ -262,7 +185,8 @@ class GC2POConfig(GRPOConfig):
 
     @property
     def advantages_in_loss_forward(self) -> bool:
-        """GC2PO on-policy: surprise weights and episode states come from the loss forward itself."""
+        """GC2PO on-policy: surprise weights and episode states come from the loss forward
+        itself."""
         return not (self.trl_computes_old_logps or self.sampling_ratio_pass)
 
     def counterfactual_params(self) -> CounterfactualParams:

@@ -243,9 +243,10 @@ def launcher_command(
 
     ``[env ACCELERATE_USE_CPU=true] python -m accelerate.commands.launch --config_file C
     --num_processes N --main_process_port P [--deepspeed_config_file J] -m gc2po.cli train
-    --config R`` (``python -m accelerate.commands.launch`` is ``accelerate launch`` run by ``python``,
-    this interpreter by default; the workflow passes the job environment's ``python3``). Port 0 (the default) lets accelerate pick a free one, so concurrent jobs on a
-    node do not collide.
+    --config R`` (``python -m accelerate.commands.launch`` is ``accelerate launch`` run
+    by ``python``, this interpreter by default; the workflow passes the job environment's
+    ``python3``). Port 0 (the default) lets accelerate pick a free one, so concurrent jobs on
+    a node do not collide.
     """
     _check_launcher_keys(launcher, "launcher")
     # checked with accelerate by validate_launcher (the workflow's config check) already

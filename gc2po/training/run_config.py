@@ -1,5 +1,6 @@
-"""Run configs: validation (before any model loads), the resolved GC2POConfig, the output
-directory's state (refuse, resume or start over). See ``gc2po.training.train`` for the format.
+"""Run configs: validation (before any model loads) and the resolved GC2POConfig; the output
+directory's state (refuse, resume or start over) is ``gc2po.training.output_dir``. See
+``gc2po.training.train`` for the format.
 
 ``precheck`` needs no torch, transformers or trl import (it reads the GC2POConfig field types
 from ``config_fields.json``, kept equal to the dataclass by a test), so the commonest mistakes
@@ -9,10 +10,8 @@ fail within a second; ``build_args`` then builds the real config.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
-import shutil
 import types
 import typing
 from pathlib import Path
@@ -36,7 +35,6 @@ RUN_KEYS = {
     "trainer",
     "max_train_examples",
 }
-RUN_STATE = "run_config.json"  # beside the checkpoints: the resolved run config and its hash
 
 # TRL's defaults changed across releases and some are traps (bf16 on, gradient checkpointing on,
 # loss_type dapo, beta 0): every one is set here explicitly. loss_type and precision come from the
@@ -51,7 +49,8 @@ TRAINER_DEFAULTS: dict[str, Any] = {
     "epsilon": 0.2,
     "num_generations": 8,  # K: the paper is silent; 8 as in Dr.GRPO
     "num_iterations": 1,
-    "steps_per_generation": 1,  # a generation batch is one micro-batch: GC2PO's advantages come from the loss forward
+    # a generation batch is one micro-batch: GC2PO's advantages come from the loss forward
+    "steps_per_generation": 1,
     "temperature": 1.0,
     "top_p": 1.0,
     "top_k": 0,
@@ -132,7 +131,8 @@ SIMPLE_TYPES = {
 
 
 def describe_fields(config_class) -> dict[str, list[str]]:
-    """Field -> the simple types a run config may give it (``["any"]``: a type left to TRL to check)."""
+    """Field -> the simple types a run config may give it (``["any"]``:
+    a type left to TRL to check)."""
     names = {kind: name for name, kind in SIMPLE_TYPES.items()}
     hints = typing.get_type_hints(config_class)
     described = {}
@@ -209,7 +209,8 @@ def precheck(run: dict) -> None:
     )
     if used and not (run.get("resume") or run.get("overwrite")):
         raise ValueError(
-            f"output_dir {out}: it holds an earlier run; set overwrite: true (or --overwrite) to start "
+            f"output_dir {out}: it holds an earlier run; set overwrite: true (or --overwrite) "
+            "to start "
             "over, or resume: true (--resume) to continue it"
         )
 
@@ -217,7 +218,7 @@ def precheck(run: dict) -> None:
 def resolve_precision(run: dict) -> str:
     import torch
 
-    from gc2po.training.config import PRECISIONS
+    from gc2po.training.config_checks import PRECISIONS
 
     precision = run.get("precision") or ("bf16-mixed" if torch.cuda.is_available() else "fp32")
     if precision not in PRECISIONS:
@@ -266,89 +267,6 @@ def build_args(run: dict):
         raise ValueError(f"run config: {err}") from err
 
 
-def run_fingerprint(run: dict, args) -> dict:
-    """What makes two runs the same: the resolved trainer config, model, data content, task."""
-    data = Path(run["train_data"])
-    resolved = {
-        k: v
-        for k, v in args.to_dict().items()
-        if k not in ("output_dir", "logging_dir", "metrics_path")
-    }
-    return {
-        "model": str(run["model"]),
-        "task": run_task(run),
-        "train_data": str(data),
-        "train_data_sha256": hashlib.sha256(data.read_bytes()).hexdigest()
-        if data.is_file()
-        else None,
-        "max_train_examples": run.get("max_train_examples"),
-        "trainer": resolved,
-    }
-
-
-def complete_checkpoints(out: Path) -> list[Path]:
-    """Checkpoints of ``out`` in step order whose trainer state was written (it is written last,
-    so a job killed while saving leaves an incomplete folder that must not be resumed from)."""
-    steps = {p: RunDir.checkpoint_step(p.name) for p in out.glob(RunDir.CHECKPOINTS)}
-    complete = [
-        p for p, step in steps.items() if step is not None and (p / "trainer_state.json").is_file()
-    ]
-    return sorted(complete, key=steps.get)
-
-
-def prepare_output_dir(run: dict, args, log=print) -> Path | None:
-    """Check ``output_dir`` before any model loads; returns the checkpoint to resume from.
-
-    A used directory (checkpoints, metrics or a final model) is refused unless ``resume`` (same
-    run config: continue from its last complete checkpoint) or ``overwrite`` (delete and start
-    over); with both, a changed config starts over."""
-    out = Path(args.output_dir)
-    fingerprint = run_fingerprint(run, args)
-    digest = hashlib.sha256(
-        json.dumps(fingerprint, sort_keys=True, default=str).encode()
-    ).hexdigest()
-    checkpoints = sorted(out.glob(RunDir.CHECKPOINTS))
-    complete = complete_checkpoints(out)
-    used = checkpoints or (out / RunDir.METRICS).exists() or (out / RunDir.FINAL).exists()
-    stored = (
-        json.loads((out / RUN_STATE).read_text()).get("sha256")
-        if (out / RUN_STATE).exists()
-        else None
-    )
-    resume = bool(run.get("resume")) and bool(complete) and stored == digest
-    main_process = (
-        int(os.environ.get("RANK", "0")) == 0
-    )  # under accelerate launch, rank 0 alone writes
-    if used and not resume:
-        if not run.get("overwrite"):
-            reason = (
-                "its checkpoints belong to a different run config"
-                if run.get("resume") and checkpoints
-                else "it holds an earlier run"
-            )
-            raise ValueError(
-                f"output_dir {out}: {reason}; set overwrite: true (or --overwrite) to start over"
-                + ("" if run.get("resume") else ", or resume: true to continue it")
-            )
-        if main_process:
-            log(
-                f"output_dir {out}: starting over (deleting {len(checkpoints)} checkpoint(s), metrics, final model)"
-            )
-            for path in checkpoints + [out / RunDir.FINAL]:
-                shutil.rmtree(path, ignore_errors=True)
-            (out / RunDir.METRICS).unlink(missing_ok=True)
-    if resume and main_process:
-        for partial in set(checkpoints) - set(complete):  # killed while saving
-            log(f"output_dir {out}: removing the incomplete {partial.name}")
-            shutil.rmtree(partial, ignore_errors=True)
-    if main_process:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / RUN_STATE).write_text(
-            json.dumps({"sha256": digest, "run": fingerprint}, indent=1, default=str)
-        )
-    return complete[-1] if resume else None
-
-
 def check_model_source(model: str) -> None:
     """A local folder must hold a config; a Hub id needs the network (fails fast offline)."""
     path = Path(model)
@@ -362,5 +280,6 @@ def check_model_source(model: str) -> None:
 
         if not isinstance(try_to_load_from_cache(model, "config.json"), str):
             raise ValueError(
-                f"run config: model {model!r} is a Hub id, not in the local cache, and HF_HUB_OFFLINE=1"
+                f"run config: model {model!r} is a Hub id, not in the local cache, and "
+                "HF_HUB_OFFLINE=1"
             )

@@ -1,13 +1,7 @@
 """Extra generation and scoring that some baselines need (MRT's forced answers, ReST-MCTS*'s
 branches and value head, GCPO's counterfactual contexts), behind one small interface so the
-trainer stays a thin TRL adapter. No trl import: the trainer injects its model and vLLM engine.
-
-Generation backends share one signature, ``(contexts, max_new_tokens) -> continuations``:
-``HFContinuations`` (transformers ``generate``, the policy unwrapped the way TRL unwraps it for
-generation, which gathers ZeRO-3 parameters) and ``VLLMContinuations`` (the run's own vLLM
-engine). ``synced_contexts`` pads every rank's request to the same length, so ranks that need
-different amounts of text still issue identical collective calls (ZeRO-3's synced generation,
-vLLM server mode): nothing can deadlock.
+trainer stays a thin TRL adapter. No trl import: the trainer injects its model and vLLM engine;
+the generation backends are ``gc2po.training.continuations``.
 """
 
 from __future__ import annotations
@@ -19,88 +13,14 @@ from dataclasses import dataclass
 import torch
 
 from gc2po.core.segment import segment_episodes
-
-Continuations = Callable[[list[list[int]], int], list[list[int]]]
-Gather = Callable[[torch.Tensor], torch.Tensor]
-
-
-def synced_contexts(
-    contexts: list[list[int]], gather: Gather, filler: list[int]
-) -> list[list[int]]:
-    """``contexts`` padded with ``filler`` to the longest request of any rank."""
-    counts = gather(torch.tensor([len(contexts)]))
-    return contexts + [filler] * (int(counts.max()) - len(contexts))
-
-
-@dataclass
-class HFContinuations:
-    """Sampled continuations with transformers ``generate`` (training temperature, no top-p/k)."""
-
-    model_context: Callable[
-        [], AbstractContextManager
-    ]  # yields the policy ready for generate/forward
-    pad_token_id: int
-    eos_token_id: int
-    temperature: float
-    batch_size: int
-    device: torch.device
-
-    @torch.no_grad()
-    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
-        out: list[list[int]] = []
-        with self.model_context() as model:
-            for lo in range(0, len(contexts), self.batch_size):
-                ids, attention = left_pad(
-                    contexts[lo : lo + self.batch_size], self.pad_token_id, self.device
-                )
-                generated = model.generate(
-                    input_ids=ids,
-                    attention_mask=attention,
-                    max_new_tokens=max_new_tokens,
-                    do_sample=True,
-                    temperature=self.temperature,
-                    top_p=1.0,
-                    top_k=0,
-                    pad_token_id=self.pad_token_id,
-                    eos_token_id=self.eos_token_id,
-                )
-                out.extend(
-                    _strip(row.tolist(), self.pad_token_id) for row in generated[:, ids.shape[1] :]
-                )
-        return out
-
-
-@dataclass
-class VLLMContinuations:
-    """Continuations from the run's vLLM engine (TRL's ``VLLMGeneration``), its sampling settings
-    with the given length limit."""
-
-    engine: object
-
-    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
-        saved = self.engine.max_completion_length
-        self.engine.max_completion_length = max_new_tokens
-        try:
-            _, completions, _, _ = self.engine.generate(
-                prompts=contexts, images=None, num_generations=1
-            )
-        finally:
-            self.engine.max_completion_length = saved
-        return [list(c) for c in completions]
-
-
-def left_pad(sequences: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token lists -> left-padded ids and attention mask [N, max length]."""
-    width = max(len(s) for s in sequences)
-    ids = [[pad] * (width - len(s)) + s for s in sequences]
-    attention = [[0] * (width - len(s)) + [1] * len(s) for s in sequences]
-    return torch.tensor(ids, device=device), torch.tensor(attention, device=device)
-
-
-def _strip(ids: list[int], pad: int) -> list[int]:
-    while ids and ids[-1] == pad:
-        ids.pop()
-    return ids
+from gc2po.training.continuations import (
+    Continuations,
+    Gather,
+    HFContinuations,
+    VLLMContinuations,
+    left_pad,
+    synced_contexts,
+)
 
 
 class ValueHead:
@@ -189,7 +109,8 @@ class RolloutServices:
     def forced_answer_success(
         self, rows: list[int], prefix_ends: list[int], num: int
     ) -> torch.Tensor:
-        """MRT's meta-prover: mean outcome of ``num`` forced answers after each completion prefix."""
+        """MRT's meta-prover: mean outcome of ``num`` forced answers after each
+        completion prefix."""
         force = self.tokenizer(self.force_answer_text, add_special_tokens=False)["input_ids"]
         _, outcome = self._continue_prefixes(rows, prefix_ends, force, num, self.answer_tokens)
         return outcome.view(-1, num).mean(-1) if len(rows) else torch.zeros(0)
@@ -198,7 +119,8 @@ class RolloutServices:
     def branch_outcomes(
         self, rows: list[int], prefix_ends: list[int], num: int
     ) -> list[list[tuple[bool, int]]]:
-        """``num`` continuations of each prefix, each as (verified correct, number of steps it adds)."""
+        """``num`` continuations of each prefix, each as (verified correct,
+        number of steps it adds)."""
         continuations, outcome = self._continue_prefixes(
             rows, prefix_ends, [], num, self.max_completion_length
         )
@@ -235,7 +157,8 @@ class RolloutServices:
 
     @torch.no_grad()
     def _states_and_logps(self, sequences: list[list[int]], score_from: list[int]):
-        """Final-norm states at the last token [N, d] and log-probs of the tokens from ``score_from`` on."""
+        """Final-norm states at the last token [N, d] and log-probs of the tokens from
+        ``score_from`` on."""
         with self.model_context() as model:
             backbone = getattr(model, model.base_model_prefix)
             ids, attention = left_pad(
@@ -265,7 +188,8 @@ class RolloutServices:
         return states
 
     def completion_logps_given(self, rows: list[int], contexts: list[list[int]]) -> torch.Tensor:
-        """Log-probs of each completion's tokens [R, T] when it follows ``contexts`` instead of its prompt."""
+        """Log-probs of each completion's tokens [R, T] when it follows ``contexts`` instead of
+        its prompt."""
         completions = [self.completion_ids(r) for r in rows]
         _, logps = self._states_and_logps(
             [c + y for c, y in zip(contexts, completions)], [len(c) for c in contexts]

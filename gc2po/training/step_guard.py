@@ -50,7 +50,8 @@ class NonFiniteStepGuard:
         self, named_parameters: Iterable[tuple[str, torch.nn.Parameter]], max_norm: float | None
     ) -> torch.Tensor:
         """Total gradient norm (2-norm over all gradients); clips to ``max_norm`` when it is finite.
-        When it is not, records the first parameter (in model order) whose gradient is not finite."""
+        When it is not, records the first parameter (in model order) whose gradient is
+        not finite."""
         params = [(name, p) for name, p in named_parameters if p.grad is not None]
         grads = [p.grad for _, p in params]
         if not grads:
@@ -88,9 +89,12 @@ class NonFiniteStepGuard:
             self.consecutive += 1
             if self.consecutive >= self.max_consecutive:
                 raise NonFiniteStepsError(
-                    f"{self.consecutive} consecutive optimizer steps had a non-finite loss or gradient norm and were "
-                    f"skipped (last at step {step}; loss finite: {self._loss_finite}, grad norm: {norm}); first "
-                    f"non-finite parameter: {self._first_bad or 'unknown (gradients partitioned by the engine)'}; "
+                    f"{self.consecutive} consecutive optimizer steps had a non-finite loss or "
+                    "gradient norm and were "
+                    f"skipped (last at step {step}; loss finite: {self._loss_finite}, grad norm: "
+                    f"{norm}); first "
+                    "non-finite parameter: "
+                    f"{self._first_bad or 'unknown (gradients partitioned by the engine)'}; "
                     f"prompt ids of the batch: {self._prompt_ids}"
                 )
         else:

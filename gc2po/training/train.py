@@ -9,9 +9,11 @@ A run config:
     output_dir: where checkpoints, the final model and metrics.jsonl go
     method: gc2po                 # any name of gc2po.methods.METHODS
     seed: 0
-    precision: bf16-mixed         # bf16-mixed | bf16 | fp32 (default: bf16-mixed on GPU, fp32 on CPU)
+    precision: bf16-mixed         # bf16-mixed | bf16 | fp32 (default: bf16-mixed on GPU,
+                                  # fp32 on CPU)
     resume: false                 # continue from the last checkpoint of the same run config
-    overwrite: false              # allow starting over in a used output_dir (deletes its checkpoints)
+    overwrite: false              # allow starting over in a used output_dir (deletes its
+                                  # checkpoints)
     max_train_examples: null      # first N problems only
     trainer: {...}                # GC2POConfig / GRPOConfig fields
 
@@ -29,7 +31,8 @@ import torch
 
 from gc2po.data.jsonl import read_jsonl
 from gc2po.reporting.layout import RunDir
-from gc2po.training.run_config import build_args, precheck, prepare_output_dir, run_task
+from gc2po.training.output_dir import prepare_output_dir
+from gc2po.training.run_config import build_args, precheck, run_task
 
 
 def build_dataset(records: list[dict], task: str):
@@ -81,7 +84,8 @@ def train(run: dict, log=print) -> Path:
         reward_funcs=[REWARDS[task]],
     )
     log(
-        f"training {args.method} ({args.precision}) on {len(records)} problems -> {args.output_dir} "
+        f"training {args.method} ({args.precision}) on {len(records)} problems -> "
+        f"{args.output_dir} "
         f"(resume={checkpoint is not None}{f' from {checkpoint.name}' if checkpoint else ''})"
     )
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)

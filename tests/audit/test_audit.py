@@ -47,7 +47,8 @@ def test_correlations_by_hand():
     # R = f: cor(R, f) = 1; cor(R, p) = cov 0.025 / (0.5 * sqrt(0.1625)) = 0.124035
     assert pearson(F, F) == pytest.approx(1.0)
     assert pearson(F, P) == pytest.approx(0.025 / (0.5 * math.sqrt(0.1625)), rel=1e-6)
-    # R3: within-f residuals R [.4,-.4,.3,-.3], p [.4,-.4,.4,-.4] -> 0.14 / (sqrt(.125) * .4) = 0.989949
+    # R3: within-f residuals R [.4,-.4,.3,-.3], p [.4,-.4,.4,-.4]
+    # -> 0.14 / (sqrt(.125) * .4) = 0.989949
     r3 = [0.9, 0.1, 0.8, 0.2]
     assert partial_correlation(r3, P, F) == pytest.approx(0.14 / (math.sqrt(0.125) * 0.4), rel=1e-6)
     # ranks R3 [4,1,3,2], p [4,2,3,1] -> cov 1.0 / var 1.25 = 0.8
@@ -76,7 +77,8 @@ def test_summary_groups_and_shares_by_hand():
     ):
         assert summary["groups"][group]["share"] == 0.25
         assert summary["groups"][group]["r_cf"][0] == pytest.approx(r_cf)
-    # the near miss gets the outcome reward of the fully bad trajectory, the lucky guess that of the ideal one
+    # the near miss gets the outcome reward of the fully bad trajectory,
+    # the lucky guess that of the ideal one
     assert (
         summary["groups"]["near_miss"]["r_out"][0]
         == summary["groups"]["fully_bad"]["r_out"][0]
@@ -97,7 +99,8 @@ def test_perturbation_study_ranks_by_partial_correlation():
 
 def test_perturbation_study_summarises_independent_draws_by_hand():
     # draw 0: partial 0.989949 (test_correlations_by_hand); draw 1 = draw 0 mirrored: -0.989949;
-    # draw 2: within-f residuals R [.1,-.1,.4,-.4], p [.4,-.4,.4,-.4] -> .4 / sqrt(.34 * .64) = 0.857493
+    # draw 2: within-f residuals R [.1,-.1,.4,-.4], p [.4,-.4,.4,-.4]
+    # -> .4 / sqrt(.34 * .64) = 0.857493
     draws = {
         "r_cf[x]#0": [0.9, 0.1, 0.8, 0.2],
         "r_cf[x]#1": [0.1, 0.9, 0.2, 0.8],

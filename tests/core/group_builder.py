@@ -11,7 +11,8 @@ Completion = tuple[float, list[tuple[int, float, float]]]
 
 
 def build(completions: list[Completion], width: int | None = None):
-    """-> r_out [K], episode_ids [K,T], r_cf [K,Lmax], old_logps [K,T], mask [K,T] (right-padded)."""
+    """-> r_out [K], episode_ids [K,T], r_cf [K,Lmax], old_logps [K,T],
+    mask [K,T] (right-padded)."""
     length = max(sum(n for n, _, _ in eps) for _, eps in completions)
     width = max(width or 0, length, 1)
     lmax = max(len(eps) for _, eps in completions)

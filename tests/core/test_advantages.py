@@ -7,12 +7,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gc2po.core.advantages import (
-    dr_grpo_advantage,
+from gc2po.core.advantages import dr_grpo_advantage, group_normalised, grpo_advantage
+from gc2po.core.gc2po_form import (
     gc2po_token_advantages,
-    group_normalised,
     grouped_token_advantages,
-    grpo_advantage,
     token_advantages,
     trajectory_token_rewards,
     truncated_mean,

@@ -14,7 +14,10 @@ def assert_partition(text, spans):
 
 
 def test_well_formed_tags_with_answer_after_last_episode():
-    text = "<episode_1>a = 3 + 4 = 7</episode_1>\n<episode_2>b = 7 * 2 = 14</episode_2>\nThe answer is \\boxed{14}."
+    text = (
+        "<episode_1>a = 3 + 4 = 7</episode_1>\n<episode_2>b = 7 * 2 = 14</episode_2>\nThe "
+        "answer is \\boxed{14}."
+    )
     got = pieces(text)
     assert got == [
         "<episode_1>a = 3 + 4 = 7</episode_1>\n",
@@ -68,7 +71,10 @@ def test_spans_always_partition_the_text():
 
 
 def test_token_alignment_with_real_fast_tokenizer(fast_tokenizer):
-    text = "<episode_1> First, 3 + 4 = 7. </episode_1> <episode_2> Then 7 * 2 = 14. </episode_2> The answer is \\boxed{14}."
+    text = (
+        "<episode_1> First, 3 + 4 = 7. </episode_1> <episode_2> Then 7 * 2 = 14. </episode_2> "
+        "The answer is \\boxed{14}."
+    )
     enc = fast_tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)
     offsets = torch.tensor(enc["offset_mapping"])
     # append an EOS token with the (0, 0) offsets special tokens get

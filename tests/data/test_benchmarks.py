@@ -90,7 +90,8 @@ def test_training_set_selections_are_seeded_and_recorded(tmp_path):
 
 
 def test_hub_schema_files_load(tmp_path):
-    # Hub schemas differ from the mirrors': gsm8k answer holds the solution, CSQA choices are columns
+    # Hub schemas differ from the mirrors': gsm8k answer holds the solution,
+    # CSQA choices are columns
     import pandas as pd
 
     pd.DataFrame([{"question": "2+2?", "answer": "Add them.\n#### 4"}]).to_parquet(
@@ -212,7 +213,8 @@ def test_selection_ids_are_unchanged_by_selecting_before_materialising():
 
 
 def _numina_rows(n):
-    """Rows in NuminaMath-CoT's Hub schema (source, problem, solution, messages); every 7th has no box."""
+    """Rows in NuminaMath-CoT's Hub schema (source, problem, solution, messages);
+    every 7th has no box."""
     rows = []
     for i in range(n):
         solution = f"Add them: {i} + 1 = {i + 1}." + (

@@ -84,7 +84,8 @@ def test_restated_problem_overlaps_but_shared_phrasing_with_other_numbers_does_n
         "train": [
             record(
                 "t-1",
-                f"A bag holds 3 red and 5 blue balls; two are drawn. The probability {boilerplate}.",
+                "A bag holds 3 red and 5 blue balls; two are drawn. "
+                f"The probability {boilerplate}.",
             ),
             record(
                 "t-2",
@@ -178,7 +179,8 @@ def test_testbed_splits_share_template_phrasing_but_no_problem(seed):
         for k, v in generate_splits(sizes, seed=seed, cue=CueConfig(frac=0.5, accuracy=0.9)).items()
     }
     train = {"train": splits.pop("train")}
-    # templates are shared by design: many test questions share a 13-word run with a training one ...
+    # templates are shared by design: many test questions share a 13-word run with a
+    # training one ...
     train_grams = set().union(
         *(_ngrams(normalised_words(r["question"]), NGRAM) for r in train["train"])
     )

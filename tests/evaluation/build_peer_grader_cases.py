@@ -18,7 +18,11 @@ Selection rule (fixed before measuring, no case picked by hand):
   last box's content); ``kind`` is ``boxed`` when the completion holds a
   ``\\boxed{}`` and ``unboxed`` otherwise.
 
-Usage: python3 tests/evaluation/build_peer_grader_cases.py MIRRORS_DIR > tests/evaluation/peer_grader_cases.jsonl
+Usage:
+
+    python3 tests/evaluation/build_peer_grader_cases.py MIRRORS_DIR \\
+        > tests/evaluation/peer_grader_cases.jsonl
+
 where MIRRORS_DIR holds ``<owner>+<name>/repo`` bare clones (as the ``fetch`` tool writes them).
 """
 
@@ -83,7 +87,8 @@ def _parametrize(func: ast.FunctionDef):
 
 
 def _compare_options(func: ast.FunctionDef) -> dict:
-    """Keyword arguments of the compare_strings / verify call inside the test (names or constants)."""
+    """Keyword arguments of the compare_strings / verify call inside the test
+    (names or constants)."""
     for node in ast.walk(func):
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") in (
             "compare_strings",
@@ -135,7 +140,8 @@ def math_verify_cases(mirrors: Path) -> list[dict]:
 
 
 def hendrycks_cases(mirrors: Path) -> list[dict]:
-    """unittest methods: test_in (model answer) and test_out (gold), then assertTrue/False(is_equiv)."""
+    """unittest methods: test_in (model answer) and test_out (gold),
+    then assertTrue/False(is_equiv)."""
     path = "modeling/math_equivalence_test.py"
     tree = ast.parse(git_show(mirrors, HENDRYCKS[0], HENDRYCKS[1], path))
     out = []
@@ -182,7 +188,8 @@ def reward_test_cases(mirrors: Path, repo_info, path: str) -> list[dict]:
         solutions = values.get("solution") or values.get("solutions")
         for stmt in func.body:
             found = re.fullmatch(
-                r"(?:self\.assertEqual\(rewards\[(\d+)\], ([\d.]+)\)|assert rewards\[(\d+)\] == ([\d.]+))",
+                r"(?:self\.assertEqual\(rewards\[(\d+)\], ([\d.]+)\)|assert rewards\[(\d+)\] == "
+                r"([\d.]+))",
                 ast.unparse(stmt),
             )
             if found:
@@ -206,7 +213,8 @@ def reward_test_cases(mirrors: Path, repo_info, path: str) -> list[dict]:
 
 
 def simple_evals_cases(mirrors: Path) -> list[dict]:
-    """The worked examples of EQUALITY_TEMPLATE (expression 1 = target, 2 = the model's 'Answer:' line)."""
+    """The worked examples of EQUALITY_TEMPLATE
+    (expression 1 = target, 2 = the model's 'Answer:' line)."""
     path = "common.py"
     text = git_show(mirrors, SIMPLE_EVALS[0], SIMPLE_EVALS[1], path)
     template = text.split('EQUALITY_TEMPLATE = r"""', 1)[1].split("---", 1)[0]

@@ -18,7 +18,8 @@ OUTPUT = HERE / "grader_disagreements.jsonl"
 
 CLASSES = {  # class -> (why our verdict stands, the cases)
     "decimal comma": (
-        "math-verify reads '1000,99' and '2,74' as decimals; we read a comma as a thousands or list "
+        "math-verify reads '1000,99' and '2,74' as decimals; we read a comma as a thousands "
+        "or list "
         "separator (-2,1 is two answers, as the MATH golds write lists), never a decimal comma",
         ["peer-0006", "peer-0007", "peer-0008"],
     ),
@@ -34,7 +35,8 @@ CLASSES = {  # class -> (why our verdict stands, the cases)
         ["peer-0185"],
     ),
     "order of a list (peers disagree)": (
-        "hendrycks/math compares strings, so '10, 4, -2' != '4, 10, -2'; math-verify, which we use, "
+        "hendrycks/math compares strings, so '10, 4, -2' != '4, 10, -2'; math-verify, which "
+        "we use, "
         "compares the answers as a set, as a problem asking for all solutions means",
         ["peer-0263", "peer-0270"],
     ),

@@ -18,8 +18,10 @@ BODY = "def add(a, b):\n    return a + b\n"
         f"```\n{BODY}```",
         f"Sure.\r\n```python\r\n{BODY.replace(chr(10), chr(13) + chr(10))}```\r\n",
         f"```python\n{BODY}",  # the model stopped inside the fence
-        f"```python\ndef add(a, b):\n    return 0\n```\nFixed:\n```python\n{BODY}```\nDone.",  # the last block counts
-        f"```bash\npip install nothing\n```\n```python\n{BODY}```\n```text\nadd(1, 2) -> 3\n```",  # other languages skipped
+        # the last block counts
+        f"```python\ndef add(a, b):\n    return 0\n```\nFixed:\n```python\n{BODY}```\nDone.",
+        # other languages skipped
+        f"```bash\npip install nothing\n```\n```python\n{BODY}```\n```text\nadd(1, 2) -> 3\n```",
     ],
 )
 def test_fenced_code_is_extracted(completion):

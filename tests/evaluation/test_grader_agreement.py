@@ -3,10 +3,10 @@
 ``peer_grader_cases.jsonl`` holds the parametrised cases of math-verify's test suite, the MATH
 authors' ``is_equiv`` tests (hendrycks/math), open-r1's and TRL's accuracy-reward tests,
 simple-evals' equality examples and NeMo-Skills' ``math_equal`` tests, each with its repository,
-path, commit, test and licence (rebuilt by ``build_peer_grader_cases.py``; selection rule in its docstring). Where peers
-disagree with each other (order of a list, a judge that refuses nontrivial simplification) or
-with our principle (a number the text merely ends near, without stating it) we disagree too;
-the rest must agree. Every disagreement is named, with its class, in
+path, commit, test and licence (rebuilt by ``build_peer_grader_cases.py``; selection rule in its
+docstring). Where peers disagree with each other (order of a list, a judge that refuses nontrivial
+simplification) or with our principle (a number the text merely ends near, without stating it) we
+disagree too; the rest must agree. Every disagreement is named, with its class, in
 ``grader_disagreements.jsonl`` (written by ``classify_grader_disagreements.py``).
 """
 
@@ -74,7 +74,10 @@ def test_agreement_with_peer_verdicts():
             disagreements.append(case["id"])
     boxed = agree["boxed"] / total["boxed"]
     overall = sum(agree.values()) / sum(total.values())
-    report = f"boxed {agree['boxed']}/{total['boxed']} = {boxed:.3f}, overall {sum(agree.values())}/{len(cases)} = {overall:.3f}"
+    report = (
+        f"boxed {agree['boxed']}/{total['boxed']} = {boxed:.3f}, overall "
+        f"{sum(agree.values())}/{len(cases)} = {overall:.3f}"
+    )
     print(report, *disagreements, sep="\n")
     assert boxed >= 0.97 and overall >= 0.92, report + "\n" + "\n".join(disagreements)
     classified = [

@@ -11,7 +11,7 @@ from gc2po.evaluation.learning_curve import (
     curve_points,
     learning_curve,
 )
-from gc2po.reporting.figures import learning_curves
+from gc2po.reporting.training_figures import learning_curves
 
 
 def test_points_are_the_kept_checkpoints_between_the_base_and_the_final_model(tmp_path):

@@ -107,7 +107,8 @@ def test_both_backends_and_training_send_the_same_ids(llama_tokenizer):
 
 
 def test_load_backend_gives_the_batch_size_to_transformers_only(monkeypatch):
-    """vLLM schedules its own batches: ``batch_size`` never reaches it, also when ``auto`` picks it."""
+    """vLLM schedules its own batches: ``batch_size`` never reaches it,
+    also when ``auto`` picks it."""
     from gc2po.evaluation import backends
 
     made = []

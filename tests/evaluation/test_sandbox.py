@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gc2po.evaluation import sandbox, sandbox_host
+from gc2po.evaluation import sandbox, sandbox_command, sandbox_host
 from gc2po.evaluation.sandbox import (
     SandboxUnavailable,
     extract_code,
@@ -110,7 +110,8 @@ def test_a_wrong_solution_fails(problems):
 def test_fork_bomb_is_contained():
     program = (
         "import ctypes, time\nlibc = ctypes.CDLL(None)\n"
-        "while True:\n    pid = libc.fork()\n    if pid < 0:\n        print('fork refused'); break\n"
+        "while True:\n    pid = libc.fork()\n    if pid < 0:\n        print('fork "
+        "refused'); break\n"
         "    if pid == 0:\n        time.sleep(60)\n"
     )
     start = time.monotonic()
@@ -282,5 +283,5 @@ def test_a_missing_bubblewrap_is_not_remembered(monkeypatch):
     assert "bubblewrap is not installed" in sandbox_host._probe_bubblewrap()
     monkeypatch.setattr(sandbox_host.shutil, "which", real_which)  # now "installed"
     setup = sandbox_host._probe_bubblewrap()
-    assert isinstance(setup, sandbox_host.SandboxSetup) and setup.mode == "bubblewrap"
+    assert isinstance(setup, sandbox_command.SandboxSetup) and setup.mode == "bubblewrap"
     assert sandbox_host._probe_bubblewrap() is setup  # a working setup is remembered

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from gc2po.evaluation import sandbox_host, sandbox_seccomp
+from gc2po.evaluation import sandbox_command, sandbox_host, sandbox_seccomp
 from gc2po.evaluation.sandbox import run_python
 
 # the hostile-sample module's grader call (its problem) and its bubblewrap fixture, autouse here too
@@ -55,14 +55,14 @@ def test_a_thread_bomb_is_stopped():
     result = run_python(program, timeout=5, memory_mb=512)
     assert time.monotonic() - start < 10 and "thread refused after" in result.output, result
     started = int(result.output.split()[-1])
-    assert started < sandbox_host.Limits().max_threads, (
+    assert started < sandbox_command.Limits().max_threads, (
         result
     )  # the harness and init hold tasks too
 
 
 def test_limits_refuse_fewer_threads_than_processes():
     with pytest.raises(ValueError, match="max_threads=4 is below max_processes=8"):
-        sandbox_host.Limits(max_threads=4)
+        sandbox_command.Limits(max_threads=4)
 
 
 def _call_under_filter(program: bytes, results) -> None:
@@ -137,7 +137,8 @@ def test_ptrace_of_the_sandbox_init_fails_fast():
 
 
 def test_without_the_filter_the_ptrace_sample_costs_the_time_limit(monkeypatch):
-    """The control: the same sample with the filter left out is the issue's 10 s stall (here 3 s)."""
+    """The control: the same sample with the filter left out is the issue's 10 s stall
+    (here 3 s)."""
     setup = dataclasses.replace(sandbox_host.sandbox_setup(), seccomp=None)
     monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: setup)
     sample = (

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gc2po.evaluation.sandbox_harness import (
+from gc2po.evaluation.sandbox_wire import (
     MAX_FRAME_BYTES,
     CandidateError,
     decode_literal,
@@ -52,7 +52,8 @@ def same(a, b) -> bool:
             a == b and math.copysign(1, a) == math.copysign(1, b)
         )
     if isinstance(a, complex):
-        # repr does not keep the signs of zero parts: eval(repr(complex(-0.0, -0.0))) is 0j in Python too
+        # repr does not keep the signs of zero parts:
+        # eval(repr(complex(-0.0, -0.0))) is 0j in Python too
         return all(
             (math.isnan(x) and math.isnan(y)) or x == y
             for x, y in ((a.real, b.real), (a.imag, b.imag))

@@ -23,7 +23,8 @@ from tests.system_packages import ensure_debian_packages
 
 PROBLEM = {
     "prompt": 'def add(a, b):\n    """Return a + b."""\n',
-    "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, 1) == 0\n"
+    "test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(-1, "
+    "1) == 0\n"
     "    assert candidate(2.5, 0.5) == 3.0\n",
     "entry_point": "add",
 }
@@ -64,7 +65,8 @@ EARLY_EXITS = {
     "sys.exit(0) at import": WRONG + "import sys\nsys.exit(0)\n",
     "os._exit(0) at import": WRONG + "import os\nos._exit(0)\n",
     "raise SystemExit(0) inside the function": "    raise SystemExit(0)\n",
-    "excepthook calling os._exit(0)": "    import os, sys\n    sys.excepthook = lambda *a: os._exit(0)\n    raise ValueError\n",
+    "excepthook calling os._exit(0)": "    import os, sys\n    sys.excepthook = lambda *a: "
+    "os._exit(0)\n    raise ValueError\n",
     "atexit handler calling os._exit(0)": WRONG
     + "import atexit, os\natexit.register(os._exit, 0)\n",
     "bare exit() inside the function": "    exit()\n",
@@ -80,10 +82,13 @@ def test_exiting_early_never_passes(completion):
 
 
 HARNESS_PATCHES = {
-    "always-equal object": "    class Yes:\n        def __eq__(self, other):\n            return True\n    return Yes()\n",
-    "str subclass equal to anything": "    class S(str):\n        def __eq__(self, other):\n            return True\n"
+    "always-equal object": "    class Yes:\n        def __eq__(self, other):\n            return "
+    "True\n    return Yes()\n",
+    "str subclass equal to anything": "    class S(str):\n        def __eq__(self, "
+    "other):\n            return True\n"
     "    return S('x')\n",
-    "repr that lies": "    class R:\n        def __repr__(self):\n            return '3'\n    return R()\n",
+    "repr that lies": "    class R:\n        def __repr__(self):\n            return '3'\n    "
+    "return R()\n",
     "patched AssertionError": WRONG
     + "import builtins\nbuiltins.AssertionError = type('Quiet', (Exception,), {})\n",
     "patched check, sys.exit, os._exit": WRONG + "import os, sys\ncheck = lambda candidate: None\n"
@@ -105,7 +110,8 @@ def test_the_verdict_channel_cannot_be_forged():
         + """
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
-print("ptrace", libc.ptrace(16, os.getppid(), 0, 0), ctypes.get_errno(), flush=True)  # PTRACE_ATTACH the harness
+# PTRACE_ATTACH the harness
+print("ptrace", libc.ptrace(16, os.getppid(), 0, 0), ctypes.get_errno(), flush=True)
 try:
     open(f"/proc/{os.getppid()}/mem", "rb")
     print("harness memory opened", flush=True)
@@ -219,7 +225,8 @@ def test_the_grader_never_opens_what_the_sample_controls(mode, tmp_path):
     tricks = {
         "fifo": "os.mkfifo('output.txt')\nos.mkfifo('/tmp/output.txt')",
         "deleted": "for name in os.listdir('.'):\n    os.remove(name)\nos.rmdir(os.getcwd())",
-        "symlinked": f"os.symlink({str(secret)!r}, 'output.txt')\nos.symlink({str(secret)!r}, '/tmp/out')",
+        "symlinked": f"os.symlink({str(secret)!r}, 'output.txt')\nos.symlink({str(secret)!r}, "
+        "'/tmp/out')",
         "unremovable": "os.makedirs('a/b')\nos.mkfifo('a/b/f')\nos.chmod('a', 0)",
     }
     for trick in tricks.values():
@@ -253,7 +260,8 @@ def test_host_paths_are_out_of_reach():
             WRONG
             + f"""
 import os
-for path in ["/run/lock", "/run", "/work", "/root", "/home", "/etc", "/var", {str(CHECKOUT)!r}, {str(canary)!r}]:
+for path in ["/run/lock", "/run", "/work", "/root", "/home", "/etc", "/var",
+             {str(CHECKOUT)!r}, {str(canary)!r}]:
     print("visible" if os.path.exists(path) else "absent", path)
 os.chdir("/")
 for path in ["run/lock/gc2po-written", "/run/lock/gc2po-written", "/usr/lib/gc2po-written"]:
@@ -393,7 +401,8 @@ time.sleep(60)
         assert 300 << 20 <= result.memory_peak_bytes <= memory_mb << 20, result
     else:
         pytest.skip(
-            "this kernel's cgroup v2 has no memory.peak (Linux < 5.19): the sample's peak is unknown"
+            "this kernel's cgroup v2 has no memory.peak (Linux < 5.19): the sample's peak "
+            "is unknown"
         )
 
 

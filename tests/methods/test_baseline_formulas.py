@@ -10,8 +10,10 @@ from gc2po.core.baselines import (
     gcpo_upsilon,
     gvpo_loss,
     gvpo_on_policy_loss,
-    label_rollout_steps,
     length_penalty_rewards,
+)
+from gc2po.core.step_baselines import (
+    label_rollout_steps,
     progress_rewards,
     rest_selection,
     rest_value_targets,
@@ -37,9 +39,9 @@ def test_rest_value_targets_with_a_rescuing_branch_and_dead_steps():
 
 
 def gvpo_weights(rewards: torch.Tensor, log_ratio_sums: torch.Tensor, beta: float) -> torch.Tensor:
-    """The paper's GVPO per-sample weights (the reference for gvpo_loss's gradient) of one or more groups [G, K]:
-    w_i = (r_i - mean r) - beta (Delta_i - mean Delta), Delta_i = sum_t log pi_theta/pi_old.
-    They sum to zero in every group (the partition function cancels)."""
+    """The paper's GVPO per-sample weights (the reference for gvpo_loss's gradient) of one or more
+    groups [G, K]: w_i = (r_i - mean r) - beta (Delta_i - mean Delta), Delta_i = sum_t log
+    pi_theta/pi_old. They sum to zero in every group (the partition function cancels)."""
     centered_r = rewards - rewards.mean(-1, keepdim=True)
     centered_d = log_ratio_sums - log_ratio_sums.mean(-1, keepdim=True)
     return centered_r - beta * centered_d

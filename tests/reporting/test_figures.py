@@ -9,7 +9,7 @@ import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import pytest
 
-from gc2po.reporting import figures
+from gc2po.reporting import figures, plotting, training_figures
 from gc2po.reporting.names import method_colour, method_name
 
 
@@ -17,13 +17,14 @@ from gc2po.reporting.names import method_colour, method_name
 def drawn(monkeypatch):
     """Keep each figure's axes (the functions save and close their figures)."""
     kept = []
-    original = figures._save
+    original = plotting.save_figure
 
     def keep(fig, ax, out_png):
         kept.append(ax)
         original(fig, ax, out_png)
 
-    monkeypatch.setattr(figures, "_save", keep)
+    for module in (figures, training_figures):
+        monkeypatch.setattr(module, "save_figure", keep)
     return kept
 
 
@@ -65,7 +66,7 @@ def test_curves_have_seed_bands_method_colours_and_outside_legends(tmp_path, dra
         ]
         for k, run in enumerate(["grpo", "gc2po"])
     }
-    steps = figures.metric_over_steps(
+    steps = training_figures.metric_over_steps(
         runs, "grad_norm", "gradient norm", tmp_path / "g.png", "Gradient norm"
     )
     assert steps == {"tb/grpo": 3, "tb/gc2po": 3}
@@ -87,14 +88,14 @@ def test_curves_have_seed_bands_method_colours_and_outside_legends(tmp_path, dra
     # one band (a filled polygon) per curve: 3 seeds give a 95% interval
     assert len(grad_ax.collections) == 2 and len(budget_ax.collections) == 2
     for ax in drawn:
-        assert not figures.legend_overlaps_axes(ax.figure, ax)
+        assert not plotting.legend_overlaps_axes(ax.figure, ax)
     assert (tmp_path / "g.png").stat().st_size > 1000 and (tmp_path / "g.pdf").exists()
     assert [t.get_text() for t in budget_ax.get_xticklabels()] == ["2", "4", "8"]
 
 
 def test_a_single_seed_draws_no_band(tmp_path, drawn):
     runs = {("tb", "grpo"): [write_metrics(tmp_path / "s0.jsonl", [1.0, 2.0])]}
-    figures.metric_over_steps(
+    training_figures.metric_over_steps(
         runs, "grad_norm", "gradient norm", tmp_path / "g.png", "Gradient norm"
     )
     assert len(drawn[0].collections) == 0 and len(drawn[0].get_lines()) == 1
@@ -103,7 +104,7 @@ def test_a_single_seed_draws_no_band(tmp_path, drawn):
 def test_an_unlogged_metric_says_so(tmp_path, drawn):
     runs = {("tb", "grpo"): [write_metrics(tmp_path / "s0.jsonl", [1.0, 2.0])]}
     assert (
-        figures.metric_over_steps(
+        training_figures.metric_over_steps(
             runs, "sampling_ratio/mean", "ratio", tmp_path / "r.png", "Sampling ratio"
         )
         == {}
@@ -116,7 +117,9 @@ def test_bars_carry_error_bars_and_keep_the_tables_order(tmp_path, drawn):
         run: [write_metrics(tmp_path / run / f"s{s}.jsonl", [0.5 + 0.1 * s + k]) for s in range(3)]
         for k, run in enumerate(["grpo", "gc2po", "dr_grpo"])
     }
-    ratios = figures.training_cost(runs, "grpo", tmp_path / "cost.png", "Training cost (tb)")
+    ratios = training_figures.training_cost(
+        runs, "grpo", tmp_path / "cost.png", "Training cost (tb)"
+    )
     assert ratios["grpo"][0] == pytest.approx(1.0) and ratios["gc2po"][0] > 1
     cost_ax = drawn[0]
     assert [t.get_text() for t in cost_ax.get_xticklabels()] == [method_name(r) for r in runs]
@@ -132,29 +135,31 @@ def test_bars_carry_error_bars_and_keep_the_tables_order(tmp_path, drawn):
     }
     figures.token_usage(summaries, benchmarks, tmp_path / "tokens.png")
     assert [t.get_text() for t in drawn[1].get_xticklabels()] == ["Longer chains", "Test (ID)"]
-    assert not figures.legend_overlaps_axes(drawn[1].figure, drawn[1])
+    assert not plotting.legend_overlaps_axes(drawn[1].figure, drawn[1])
 
 
 def test_the_legend_check_sees_a_legend_on_the_data():
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1], label="x")
     ax.legend(loc="center")
-    assert figures.legend_overlaps_axes(fig, ax)
+    assert plotting.legend_overlaps_axes(fig, ax)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    assert not figures.legend_overlaps_axes(fig, ax)
+    assert not plotting.legend_overlaps_axes(fig, ax)
     plt.close(fig)
 
 
 def test_interval_within_clips_to_the_quantitys_range():
     # seeds 0.01, 0.02, 5: mean 1.6767, t(2) half-width 4.3027 * 2.8785 / sqrt(3) = 7.150
-    mean, low, high = figures.interval_within([0.01, 0.02, 5.0], figures.NON_NEGATIVE)
+    mean, low, high = plotting.interval_within([0.01, 0.02, 5.0], plotting.NON_NEGATIVE)
     assert (
         mean == pytest.approx(1.676667) and low == 0.0 and high == pytest.approx(8.8266, abs=1e-3)
     )
-    unbounded = figures.interval_within([0.01, 0.02, 5.0], figures.UNBOUNDED)
+    unbounded = plotting.interval_within([0.01, 0.02, 5.0], plotting.UNBOUNDED)
     assert unbounded[1] == pytest.approx(-5.4733, abs=1e-3)
-    assert figures.interval_within([90.0, 99.0, 100.0], figures.PERCENT)[2] == 100.0
-    mean, low, high = figures.interval_within([3.0], figures.NON_NEGATIVE)  # one seed: no interval
+    assert plotting.interval_within([90.0, 99.0, 100.0], plotting.PERCENT)[2] == 100.0
+    mean, low, high = plotting.interval_within(
+        [3.0], plotting.NON_NEGATIVE
+    )  # one seed: no interval
     assert mean == 3.0 and low != low and high != high
 
 
@@ -162,13 +167,13 @@ def test_bands_and_error_bars_of_non_negative_quantities_stay_above_zero(tmp_pat
     # gradient norms of 3 seeds whose t interval reaches far below 0 at every step
     seeds = enumerate([0.01, 0.02, 5.0])
     runs = {("tb", "grpo"): [write_metrics(tmp_path / f"s{s}.jsonl", [v, v]) for s, v in seeds]}
-    figures.metric_over_steps(
+    training_figures.metric_over_steps(
         runs,
         "grad_norm",
         "gradient norm",
         tmp_path / "g.png",
         "Gradient norm",
-        figures.NON_NEGATIVE,
+        plotting.NON_NEGATIVE,
     )
     band = drawn[0].collections[0].get_paths()[0].vertices[:, 1]
     assert band.min() == 0.0 and band.max() == pytest.approx(8.8266, abs=1e-3)
@@ -213,7 +218,7 @@ def test_length_and_episodes_per_run_with_the_base_from_step_one(tmp_path, drawn
         ],
         ("tb", "gc2po_add"): [write_length_metrics(tmp_path / "a0.jsonl", [30, 30, 30], [3, 3, 3])],
     }
-    result = figures.length_and_episodes(runs, tmp_path / "length.png")
+    result = training_figures.length_and_episodes(runs, tmp_path / "length.png")
     assert result["plotted"]["tb/gc2po"] == {"completions/mean_length": 3, "episodes/mean_count": 3}
     # the base model: the mean of every run's first step (sampled before any update)
     assert result["base"]["completions/mean_length"] == pytest.approx((30 + 31 + 29 + 30 + 30) / 5)
@@ -231,7 +236,7 @@ def test_length_and_episodes_per_run_with_the_base_from_step_one(tmp_path, drawn
         "GC2PO (corrected, additive)",
         "Base model (step-1 samples)",
     ]
-    assert not figures.legend_overlaps_axes(drawn[0].figure, drawn[0])
+    assert not plotting.legend_overlaps_axes(drawn[0].figure, drawn[0])
     assert (tmp_path / "length.png").stat().st_size > 1000
 
 

@@ -195,7 +195,8 @@ def test_latex_compiles(eval_root):
 
 
 def test_the_latex_check_rejects_an_unescaped_percent(eval_root):
-    # the previous table writer put "Pass@1 (%)" raw into \caption{...}: the % comments out the brace
+    # the previous table writer put "Pass@1 (%)" raw into \caption{...}:
+    # the % comments out the brace
     tex = write(eval_root, make_files(eval_root, standard_models()))["tex"].read_text()
     result = compile_latex(eval_root, tex.replace("(\\%)", "(%)"))
     assert result.returncode != 0

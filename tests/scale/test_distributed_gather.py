@@ -68,7 +68,8 @@ def is_zero3_sharded(model) -> bool:
 
 
 def shard(param: nn.Parameter, ds_id: int) -> None:
-    """Make ``param`` look like a ZeRO-3 partition on this rank: zero elements, the rest elsewhere."""
+    """Make ``param`` look like a ZeRO-3 partition on this rank: zero elements,
+    the rest elsewhere."""
     param.ds_full = param.data.clone()
     param.ds_id, param.ds_shape, param.ds_status = ds_id, param.shape, Status.NOT_AVAILABLE
     param.data = torch.empty(0, dtype=param.dtype)

@@ -6,16 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gc2po.training.memory import (
-    GIB,
+from gc2po.training.job_shape import (
     MODEL_SHAPES,
     QWEN25_7B,
     QWEN25_MATH_1_5B,
     ModelShape,
     TrainingJob,
-    estimate_memory,
-    job_from_trainer,
 )
+from gc2po.training.memory import GIB, estimate_memory, job_from_trainer
 
 PAPER = dict(
     prompt_length=1024,

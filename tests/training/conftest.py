@@ -59,7 +59,8 @@ def make_trainer(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from gc2po.data.jsonl import read_jsonl
-    from gc2po.training.run_config import build_args, prepare_output_dir
+    from gc2po.training.output_dir import prepare_output_dir
+    from gc2po.training.run_config import build_args
     from gc2po.training.train import build_dataset
     from gc2po.training.trainer import GC2POTrainer
 

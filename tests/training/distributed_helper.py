@@ -15,7 +15,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from gc2po.data.jsonl import read_jsonl
-from gc2po.training.run_config import build_args, load_run_config, prepare_output_dir
+from gc2po.training.output_dir import prepare_output_dir
+from gc2po.training.run_config import build_args, load_run_config
 from gc2po.training.train import build_dataset
 from gc2po.training.trainer import GC2POTrainer
 
@@ -29,7 +30,8 @@ parity_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot go bel
 
 
 class FixedGenerationTrainer(GC2POTrainer):
-    """Completions depend on (step, global row) only: sampling streams differ between process counts."""
+    """Completions depend on (step, global row) only: sampling streams differ between
+    process counts."""
 
     def _generate_single_turn(
         self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False

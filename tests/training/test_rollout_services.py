@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.training.services import RolloutServices, VLLMContinuations, synced_contexts
+from gc2po.training.continuations import VLLMContinuations, synced_contexts
+from gc2po.training.services import RolloutServices
 
 
 class FakeRanks:

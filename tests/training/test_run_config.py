@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gc2po.training.run_config import FIELDS_FILE, build_args, describe_fields, prepare_output_dir
+from gc2po.training.output_dir import prepare_output_dir
+from gc2po.training.run_config import FIELDS_FILE, build_args, describe_fields
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +23,8 @@ def test_the_field_table_of_the_fast_check_equals_the_config_dataclass():
     from gc2po.training.config import GC2POConfig
 
     assert json.loads(FIELDS_FILE.read_text()) == describe_fields(GC2POConfig), (
-        "gc2po/training/config_fields.json is stale: regenerate it from describe_fields(GC2POConfig)"
+        "gc2po/training/config_fields.json is stale: regenerate it from "
+        "describe_fields(GC2POConfig)"
     )
 
 
@@ -35,7 +37,8 @@ def cli_train(
     code = (
         "import sys, runpy; sys.argv = ['gc2po'] + sys.argv[1:]\n"
         "try:\n    runpy.run_module('gc2po.cli', run_name='__main__')\n"
-        "finally:\n    print('TORCH_IMPORTED' if 'torch' in sys.modules else 'TORCH_NOT_IMPORTED', file=sys.stderr)"
+        "finally:\n    print('TORCH_IMPORTED' if 'torch' in sys.modules else "
+        "'TORCH_NOT_IMPORTED', file=sys.stderr)"
     )
     return subprocess.run(
         [sys.executable, "-c", code, "train", "--config", str(path), *flags],

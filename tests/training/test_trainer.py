@@ -10,17 +10,14 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from gc2po.core.advantages import dr_grpo_advantage, gc2po_token_advantages, grpo_advantage
-from gc2po.core.baselines import (
-    gcpo_advantages,
-    length_penalty_advantages,
-    mrt_token_advantages,
-    rest_selection,
-)
+from gc2po.core.advantages import dr_grpo_advantage, grpo_advantage
+from gc2po.core.baselines import gcpo_advantages, length_penalty_advantages
 from gc2po.core.corrected import additive_token_advantages
+from gc2po.core.gc2po_form import gc2po_token_advantages
+from gc2po.core.step_baselines import mrt_token_advantages, rest_selection
 from gc2po.methods import METHODS
 from gc2po.methods.mrt import boundaries
-from gc2po.training import trainer as trainer_module
+from gc2po.training import batch_scoring
 from gc2po.training.run_config import build_args
 from tests.training.conftest import SMALL, record_advantages
 
@@ -103,7 +100,7 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
 def record_services(monkeypatch) -> dict:
     """Keep what the extra-generation services returned (their outputs are random samples)."""
     log: dict = {}
-    original = trainer_module.rollout_services
+    original = batch_scoring.rollout_services
 
     def services(*args):
         built = original(*args)
@@ -121,7 +118,7 @@ def record_services(monkeypatch) -> dict:
             setattr(built, name, wrapped)
         return built
 
-    monkeypatch.setattr(trainer_module, "rollout_services", services)
+    monkeypatch.setattr(batch_scoring, "rollout_services", services)
     return log
 
 
@@ -279,7 +276,8 @@ def test_resume_matches_uninterrupted_run(small_run):
 
 
 def half_unscored_reward(prompts, completions, **kwargs):
-    """Scores only every other completion (None = this function does not apply, TRL's convention)."""
+    """Scores only every other completion (None = this function does not apply,
+    TRL's convention)."""
     return [
         float(len(c[-1]["content"]) % 2) if i % 2 == 0 else None for i, c in enumerate(completions)
     ]

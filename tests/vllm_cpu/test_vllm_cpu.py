@@ -80,7 +80,7 @@ def test_colocated_training_keeps_engine_and_trainer_in_step(
     method, vllm_model_dir, testbed_train_file, tmp_path, monkeypatch
 ):
     """3 steps with vLLM generating; MRT's forced-answer continuations go through the engine too
-    (gc2po.training.services.VLLMContinuations)."""
+    (gc2po.training.continuations.VLLMContinuations)."""
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     trainer = make_trainer(
         vllm_model_dir, testbed_train_file, tmp_path / "run", method, **VLLM_TRAINING

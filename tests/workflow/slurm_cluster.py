@@ -88,6 +88,7 @@ def _memory_mb() -> int:
 
 def slurm_conf(root: Path, host: str, partition: str, munge_socket: Path) -> str:
     """A one-node configuration without systemd, cgroups or accounting (see shared SLURM.md)."""
+    memory = int(_memory_mb() * 0.9)
     return f"""\
 ClusterName=gc2potest
 SlurmctldHost={host}(127.0.0.1)
@@ -119,7 +120,7 @@ DefMemPerCPU=500
 MinJobAge=300
 ReturnToService=2
 MailProg=/bin/true
-NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={int(_memory_mb() * 0.9)} State=UNKNOWN
+NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={memory} State=UNKNOWN
 PartitionName={partition} Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 

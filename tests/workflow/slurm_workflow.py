@@ -124,7 +124,8 @@ def planned_jobs(output: str) -> dict[str, int]:
 
 
 def planned_job_blocks(output: str) -> list[tuple[str, dict[str, str]]]:
-    """(rule, {"input": ..., "output": ..., "resources": ...}) of every job a run or dry run prints."""
+    """(rule, {"input": ..., "output": ..., "resources": ...}) of every job a run or dry run
+    prints."""
     blocks = re.findall(r"^(?:local)?rule (\w+):\n((?:    .*\n?)*)", output, re.MULTILINE)
     return [
         (rule, dict(re.findall(r"^    (\w+): (.*)$", body, re.MULTILINE))) for rule, body in blocks

@@ -15,7 +15,8 @@ import yaml
 from gc2po.core.counterfactual import spec_from_fields
 from gc2po.methods import METHODS
 from gc2po.training.config_schema import load_schema
-from gc2po.training.plan import load_config, memory_plan, run_summary, training_jobs, validate
+from gc2po.training.plan import load_config, training_jobs, validate
+from gc2po.training.plan_summary import memory_plan, run_summary
 from gc2po.training.run_config import build_args
 
 ROOT = Path(__file__).resolve().parents[2]

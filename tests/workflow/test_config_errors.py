@@ -62,8 +62,10 @@ def test_a_partial_config_given_alone_says_to_layer_it_on_the_default():
     with pytest.raises(ValueError) as err:
         check_schema({"methods": ["grpo"]}, ["my.yaml"])
     assert str(err.value) == (
-        "my.yaml: a config given alone must be complete (missing: name, mode, seeds, train, evaluate, report); "
-        "to change a few keys, pass config/config.yaml first: --configfile config/config.yaml my.yaml"
+        "my.yaml: a config given alone must be complete (missing: name, mode, seeds, train, "
+        "evaluate, report); "
+        "to change a few keys, pass config/config.yaml first: --configfile "
+        "config/config.yaml my.yaml"
     )
     check_schema(load_config([]), None)  # the default itself is complete and valid
 
@@ -83,8 +85,10 @@ def test_snakemake_with_an_overlay_alone_fails_in_one_line(tmp_path):
     )
     assert out.returncode == 1
     assert out.stderr.strip() == (
-        f"config error: {tmp_path}/my.yaml: a config given alone must be complete (missing: name, mode, seeds, "
-        f"train, evaluate, report); to change a few keys, pass config/config.yaml first: --configfile "
+        f"config error: {tmp_path}/my.yaml: a config given alone must be complete (missing: name, "
+        "mode, seeds, "
+        "train, evaluate, report); to change a few keys, pass config/config.yaml first: "
+        "--configfile "
         f"config/config.yaml {tmp_path}/my.yaml"
     )
 

@@ -82,7 +82,8 @@ def test_a_killed_training_job_resumes_and_matches_an_uninterrupted_run(tmp_path
     try:
         deadline = time.monotonic() + 900  # a bound on the test, not on what is computed
         # killed at any moment after the second checkpoint began (maybe while saving one); any
-        # checkpoint-N with N >= 2 counts, since save_total_limit may already have removed checkpoint-2
+        # checkpoint-N with N >= 2 counts, since save_total_limit may already have removed
+        # checkpoint-2
         while not any(int(p.name.split("-")[1]) >= 2 for p in (killed / RUN).glob("checkpoint-*")):
             assert job.poll() is None, "snakemake ended before the second checkpoint"
             assert time.monotonic() < deadline, "no checkpoint within 15 minutes"

@@ -476,7 +476,8 @@ def test_scancel_resubmits_and_resumes(slurm, ci_through_slurm, tmp_path):
             lambda: submitted_jobs(log.read_text()), 300, "the training job's submission"
         )[0]
         assert first.rule == "train"
-        # any checkpoint-N with N >= 2: save_total_limit may remove checkpoint-2 before a poll sees it
+        # any checkpoint-N with N >= 2: save_total_limit may remove checkpoint-2 before a
+        # poll sees it
         wait_until(
             lambda: any(int(p.name.split("-")[1]) >= 2 for p in run_dir.glob("checkpoint-*")),
             900,

@@ -96,7 +96,8 @@ def test_dry_run_of_overlay_configs_plans_the_dag(overlay, rules):
     for rule in rules:
         assert f"rule {rule}:" in out.stdout, rule
     if overlay.endswith("paper.yaml"):
-        # 3 base models x 8 Table 1 methods x 3 seeds + (3 ablations + 9 lambda sweeps) x 1 base x 3 seeds
+        # 3 base models x 8 Table 1 methods x 3 seeds
+        # + (3 ablations + 9 lambda sweeps) x 1 base x 3 seeds
         assert re.search(r"^train\s+108$", out.stdout, re.MULTILINE), out.stdout[-2000:]
 
 
@@ -124,8 +125,8 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     )
     assert "| + GC2PO (corrected, additive) |" in table1  # a departure from the paper, labelled so
     assert (
-        "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 new tokens"
-        in table1
+        "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 "
+        "new tokens" in table1
     )
     csv = (tables / "table1.csv").read_text().splitlines()
     assert csv[0].startswith(

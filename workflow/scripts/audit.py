@@ -27,7 +27,8 @@ with logged(sm) as log:
     )
     if not Path(sm.params.model).is_dir():
         raise ValueError(
-            f"audit: {sm.params.model} does not exist: audit.checkpoint_steps must name steps whose "
+            f"audit: {sm.params.model} does not exist: audit.checkpoint_steps must name "
+            "steps whose "
             "checkpoints the run keeps (train.trainer save_steps and save_total_limit)"
         )
     frame, summary = run_audit(

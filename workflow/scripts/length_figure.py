@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
-from gc2po.reporting import figures  # noqa: E402
+from gc2po.reporting import training_figures  # noqa: E402
 from gc2po.reporting.layout import RunDir  # noqa: E402
 
 sm = snakemake  # noqa: F821
@@ -24,5 +24,5 @@ with logged(sm) as log:
             runs.items(), key=lambda item: (sm.params.bases.index(item[0][0]), order[item[0][1]])
         )
     )
-    plotted = figures.length_and_episodes(runs, sm.output[0], sm.params.names)
+    plotted = training_figures.length_and_episodes(runs, sm.output[0], sm.params.names)
     log("length figure:", json.dumps(plotted))

@@ -1,4 +1,5 @@
-"""The report's setup page (config, model sizes counted from the saved files, evaluation protocol)."""
+"""The report's setup page (config, model sizes counted from the saved files,
+evaluation protocol)."""
 
 import sys
 from pathlib import Path

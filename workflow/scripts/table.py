@@ -1,4 +1,5 @@
-"""One table (Markdown, LaTeX, CSV, HTML; CIs and paired differences) from per-sample evaluation files."""
+"""One table (Markdown, LaTeX, CSV, HTML; CIs and paired differences) from per-sample
+evaluation files."""
 
 import sys
 

@@ -9,7 +9,7 @@ from pathlib import Path
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
-from gc2po.reporting import figures  # noqa: E402
+from gc2po.reporting import training_figures  # noqa: E402
 from gc2po.reporting.layout import RunDir  # noqa: E402
 from gc2po.reporting.names import method_order  # noqa: E402
 
@@ -20,7 +20,7 @@ with logged(sm) as log:
     for path in sorted(runs_of, key=lambda path: runs_of[path].seed):
         by_run[runs_of[path].run].append(path)
     runs = {run: by_run[run] for run in method_order(list(by_run))}
-    ratios = figures.training_cost(
+    ratios = training_figures.training_cost(
         runs,
         sm.params.reference,
         sm.output[0],

@@ -16,9 +16,9 @@ with logged(snakemake) as log:  # noqa: F821
     start = time.perf_counter()  # logged only: nothing depends on it
     stats = warm_start(
         problems,
-        snakemake.output[0],
-        WarmStartConfig.from_mapping(snakemake.params.warm_start, "testbed.warm_start"),
+        snakemake.output[0],  # noqa: F821
+        WarmStartConfig.from_mapping(snakemake.params.warm_start, "testbed.warm_start"),  # noqa: F821
         log=log,
-    )  # noqa: F821
+    )
     log({k: v for k, v in stats.items() if k != "loss_history"})
     log(f"wall time {time.perf_counter() - start:.1f} s")

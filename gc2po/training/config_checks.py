@@ -1,0 +1,120 @@
+"""The value checks of ``GC2POConfig`` (``gc2po.training.config``), run by its ``__post_init__``:
+what a method fixes, the ranges of GC2PO's and the baselines' fields, what vLLM with
+importance-sampling correction needs, and the batch layout a method's advantages need. Each
+raises ValueError naming the field."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gc2po.core.counterfactual import ANSWER_SPACES, build_perturbation
+from gc2po.core.gc2po_form import EPISODE_WEIGHT_NORMS
+from gc2po.training.episode_states import STATE_CHOICES
+from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
+
+PRECISIONS = ("bf16-mixed", "bf16", "fp32")
+
+
+def apply_method(config, method) -> None:
+    """Set what the method fixes, refusing a field set otherwise (a field left at its default takes
+    the method's value: the one rule, shared with run configs, ``Method.check_fixed``), and the
+    method's ``cf_state`` where the config leaves it None."""
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    method.check_fixed(
+        {key: getattr(config, key) for key in method.fixed if getattr(config, key) != defaults[key]}
+    )
+    for key, value in method.fixed.items():
+        setattr(config, key, value)
+    if config.cf_state is None:
+        config.cf_state = method.cf_state
+
+
+def check_gc2po_fields(config, method) -> None:
+    """The value checks of GC2PO's and the baselines' fields (and of the GRPOConfig fields whose
+    value GC2PO relies on); raises ValueError naming the first field out of its range."""
+    if config.cf_state != "episode_end" and not method.needs_cf:
+        raise ValueError(
+            f"cf_state applies to the GC2PO methods only; method {config.method!r} "
+            "reads episode ends"
+        )
+    if config.precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {config.precision!r}")
+    for key in ("lambda_cf", "lambda_exp", "lambda_sta"):
+        if not 0.0 <= getattr(config, key) <= 1.0:
+            raise ValueError(f"{key} must be in [0, 1], got {getattr(config, key)!r}")
+    checks = [
+        ("cf_tau", config.cf_tau > 0, "> 0"),
+        ("cf_eps_u", config.cf_eps_u > 0, "> 0"),
+        ("num_perturbations", config.num_perturbations >= 1, ">= 1"),
+        ("answer_topk", config.answer_topk >= 1, ">= 1"),
+        ("answer_space", config.answer_space in ANSWER_SPACES, f"one of {list(ANSWER_SPACES)}"),
+        (
+            "episode_weight_norm",
+            config.episode_weight_norm in EPISODE_WEIGHT_NORMS,
+            f"one of {list(EPISODE_WEIGHT_NORMS)}",
+        ),
+        ("trunc_frac", 0 <= config.trunc_frac < 0.5, "in [0, 0.5)"),
+        ("adv_clip", config.adv_clip > 0, "> 0"),
+        ("cf_state", config.cf_state in STATE_CHOICES, f"one of {list(STATE_CHOICES)}"),
+        ("cf_std_floor", config.cf_std_floor > 0, "> 0"),
+        ("cf_z_clip", config.cf_z_clip > 0, "> 0"),
+        ("max_consecutive_skipped_steps", config.max_consecutive_skipped_steps >= 1, ">= 1"),
+        (
+            "multi_objective_aggregation",
+            config.multi_objective_aggregation == "sum_then_normalize",
+            "'sum_then_normalize' (R_out is the weighted sum of the reward functions)",
+        ),
+    ]
+    for key, ok, rule in checks:
+        if not ok:
+            raise ValueError(f"{key} must be {rule}, got {getattr(config, key)!r}")
+    if config.num_generations is not None and config.num_generations < 2:
+        raise ValueError(
+            f"num_generations must be >= 2 (a group needs K >= 2), got {config.num_generations}"
+        )
+    build_perturbation(config.perturbation_spec())
+    RatioGuard(config.ratio_guard_low, config.ratio_guard_high, config.ratio_guard_patience)
+
+
+def check_vllm_fields(config) -> None:
+    """What vLLM with importance-sampling correction needs: full-distribution sampling, and the
+    ratio guard under sleep mode."""
+    if config.use_vllm and config.vllm_importance_sampling_correction:
+        truncated = truncated_sampling_keys(config.top_p, config.top_k, config.min_p)
+        if truncated:
+            raise ValueError(
+                f"{truncated[0]}: with use_vllm and vllm_importance_sampling_correction, "
+                "training rollouts sample the full distribution (a truncated one biases "
+                "the importance ratio, TRL issue 6789)"
+            )
+    if (
+        config.use_vllm
+        and config.vllm_enable_sleep_mode
+        and not (config.vllm_importance_sampling_correction and config.ratio_guard_patience > 0)
+    ):
+        raise ValueError(
+            "vllm_enable_sleep_mode: true needs the ratio guard "
+            "(ratio_guard_patience > 0 with vllm_importance_sampling_correction): "
+            "stale weights after a wake-up would otherwise go unnoticed "
+            "(TRL issue 5312)"
+        )
+
+
+def check_batch_layout(config, method) -> None:
+    """Where the method's advantages are computed decides what the batch must hold (checked after
+    GRPOConfig's own ``__post_init__`` has settled ``steps_per_generation``)."""
+    if method.needs_cf and config.advantages_in_loss_forward and config.steps_per_generation != 1:
+        raise ValueError(
+            f"method {config.method!r} computes its advantages in the loss forward when training "
+            "is on-policy, which needs a generation batch in one micro-batch: set "
+            f"steps_per_generation to 1 (got {config.steps_per_generation}) or "
+            "sampling_ratio_pass to true (one extra forward pass)"
+        )
+    rows = config.per_device_train_batch_size * config.steps_per_generation
+    if method.local_groups and rows % config.num_generations:
+        raise ValueError(
+            f"method {config.method!r} needs every group on one process: "
+            f"per_device_train_batch_size ({config.per_device_train_batch_size}) x "
+            "steps_per_generation must be a multiple of "
+            f"num_generations ({config.num_generations})"
+        )
