@@ -93,6 +93,7 @@ class PhaseTimer:
         from accelerate import Accelerator
         from trl import GRPOTrainer
 
+        from gc2po.training.batch_scoring import BatchScoringMixin
         from gc2po.training.trainer import GC2POTrainer
 
         self.label, self.seconds = None, collections.defaultdict(float)
@@ -111,8 +112,8 @@ class PhaseTimer:
         self._wrap(GC2POTrainer, "_generate_single_turn", "generation")
         self._wrap(GRPOTrainer, "_calculate_rewards", "reward")
         self._wrap(GRPOTrainer, "_get_per_token_logps_and_entropies", forward_phase)
-        self._wrap(GC2POTrainer, "_segment", "episode segmentation")
-        self._wrap(GC2POTrainer, "_counterfactual_table", NESTED)
+        self._wrap(BatchScoringMixin, "_segment", "episode segmentation")
+        self._wrap(BatchScoringMixin, "_counterfactual", NESTED)
         self._wrap(Accelerator, "backward", "backward")
         self._wrap(torch.optim.AdamW, "step", "optimizer")
 

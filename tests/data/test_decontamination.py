@@ -199,7 +199,7 @@ def test_workflow_rule_fails_on_a_planted_overlap(tmp_path):
     gsm8k = {"benchmark": "gsm8k", "path": "data/benchmarks/gsm8k_test.json", "limit": 5, "seed": 0}
     overlay = {
         "name": "planted",
-        "mode": "benchmarks",
+        "mode": "benchmark",
         "seeds": [0],
         "datasets": {"gsm8k_train": gsm8k, "gsm8k": gsm8k},  # the same five problems
         "base_models": {
