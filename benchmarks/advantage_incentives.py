@@ -56,7 +56,7 @@ def advantages(form: str, r_out, ids, r_cf, logps, mask):
         )
     else:
         out = additive_token_advantages(
-            r_out, ids, r_cf, mask, group_size=K, lambda_cf=0.8, std_floor=0.1, z_clip=3.0
+            r_out, ids, r_cf, mask, group_size=K, lambda_cf=0.8, cf_std_floor=0.1, cf_z_clip=3.0
         )
     return out.sequence_advantages.numpy(), out.token_advantages[mask].numpy()
 

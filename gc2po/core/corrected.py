@@ -10,12 +10,12 @@ judged by its outcome) without those incentives:
     s_{k,l}   = T_{k,l} / T_k                     (episode l's share of completion k's tokens)
     m, sd     = mean and std of R_cf over the group's episodes, weighted by s (each completion
                 weighs 1 in total, however many episodes or tokens it has)
-    z_{k,l}   = clamp((R_cf_{k,l} - m) / max(sd, std_floor), -z_clip, z_clip)
+    z_{k,l}   = clamp((R_cf_{k,l} - m) / max(sd, cf_std_floor), -cf_z_clip, cf_z_clip)
     A_{k,t}   = A_out_k + lambda_cf * z_{k,l(t)}
 
 Properties (tests/core/test_corrected.py): lambda_cf = 0 gives GRPO's advantages exactly; the
 sequence advantage (token mean of A) does not change when a completion's episodes are made
-longer or split into episodes of equal R_cf; |A - A_out| <= lambda_cf * z_clip; an episode's
+longer or split into episodes of equal R_cf; |A - A_out| <= lambda_cf * cf_z_clip; an episode's
 sign may differ from its trajectory's. The std floor keeps Monte-Carlo noise of R_cf (sd ~0.002)
 from being blown up to unit advantages in groups whose R_cf barely varies.
 """
@@ -56,8 +56,8 @@ def additive_token_advantages(
     *,
     group_size: int,
     lambda_cf: float,
-    std_floor: float,
-    z_clip: float,
+    cf_std_floor: float,
+    cf_z_clip: float,
     row_index: torch.Tensor | None = None,
     gather: Gather | None = None,
 ) -> CorrectedAdvantages:
@@ -70,10 +70,10 @@ def additive_token_advantages(
     """
     if not lambda_cf >= 0:
         raise ValueError(f"lambda_cf must be >= 0, got {lambda_cf!r}")
-    if not std_floor > 0:
-        raise ValueError(f"std_floor must be > 0, got {std_floor!r}")
-    if not z_clip > 0:
-        raise ValueError(f"z_clip must be > 0, got {z_clip!r}")
+    if not cf_std_floor > 0:
+        raise ValueError(f"cf_std_floor must be > 0, got {cf_std_floor!r}")
+    if not cf_z_clip > 0:
+        raise ValueError(f"cf_z_clip must be > 0, got {cf_z_clip!r}")
     batch, _ = check_episode_inputs(r_out, episode_ids, r_cf, mask)
     if row_index is None:
         row_index = torch.arange(batch, device=r_out.device)
@@ -100,8 +100,8 @@ def additive_token_advantages(
         )
         for which in ("mean", "std")
     )  # [B] each
-    z = ((r_cf - mean.unsqueeze(-1)) / std.clamp(min=std_floor).unsqueeze(-1)).clamp(
-        -z_clip, z_clip
+    z = ((r_cf - mean.unsqueeze(-1)) / std.clamp(min=cf_std_floor).unsqueeze(-1)).clamp(
+        -cf_z_clip, cf_z_clip
     )
 
     bonus = torch.where(

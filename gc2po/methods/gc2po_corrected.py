@@ -44,8 +44,8 @@ def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dic
         batch.completion_mask,
         group_size=batch.group_size,
         lambda_cf=config.lambda_cf,
-        std_floor=config.cf_std_floor,
-        z_clip=config.cf_z_clip,
+        cf_std_floor=config.cf_std_floor,
+        cf_z_clip=config.cf_z_clip,
         row_index=batch.row_index,
         gather=batch.gather,
     )

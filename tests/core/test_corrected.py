@@ -1,6 +1,6 @@
 """The corrected (additive) GC2PO, a departure from the paper: GRPO exactly at lambda_cf = 0, no
 slope of the sequence advantage in T or L at equal content, |A| bounded by GRPO's plus
-lambda_cf * z_clip, episode signs free of the trajectory's, no NaN for any input."""
+lambda_cf * cf_z_clip, episode signs free of the trajectory's, no NaN for any input."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from gc2po.core.advantages import grpo_advantage
 from gc2po.core.corrected import additive_token_advantages
 from tests.core.group_builder import build, completions, split, stretch
 
-KW = dict(std_floor=0.1, z_clip=3.0)
+KW = dict(cf_std_floor=0.1, cf_z_clip=3.0)
 
 
 def corrected(group, lambda_cf, **kwargs):
@@ -55,20 +55,20 @@ def test_no_slope_in_length_or_episode_count_at_equal_content(group, lambda_cf, 
 
 @settings(max_examples=150, deadline=None)
 @given(completions(), st.sampled_from([0.4, 0.8, 1.0]), st.sampled_from([1.0, 3.0]))
-def test_advantages_stay_within_grpo_plus_lambda_z_clip(group, lambda_cf, z_clip):
-    result = corrected(group, lambda_cf, z_clip=z_clip)
+def test_advantages_stay_within_grpo_plus_lambda_z_clip(group, lambda_cf, cf_z_clip):
+    result = corrected(group, lambda_cf, cf_z_clip=cf_z_clip)
     mask = build(group)[4]
     adv, outcome = result.token_advantages.double(), result.outcome_advantages.unsqueeze(-1)
-    assert ((adv - outcome)[mask].abs() <= lambda_cf * z_clip + 1e-6).all()
+    assert ((adv - outcome)[mask].abs() <= lambda_cf * cf_z_clip + 1e-6).all()
     # GRPO's |A| is at most sqrt(K - 1) (population std): the corrected one adds lambda * z_clip
-    assert adv.abs().max() <= math.sqrt(len(group) - 1) + lambda_cf * z_clip + 1e-6
+    assert adv.abs().max() <= math.sqrt(len(group) - 1) + lambda_cf * cf_z_clip + 1e-6
 
 
 @settings(max_examples=100, deadline=None)
 @given(completions(), st.sampled_from([0.4, 0.8]))
 def test_the_cf_term_redistributes_within_the_group(group, lambda_cf):
     # with no clamp binding and a spread above the floor, the R_cf part sums to zero per group
-    result = corrected(group, lambda_cf, z_clip=1e9, std_floor=1e-9)
+    result = corrected(group, lambda_cf, cf_z_clip=1e9, cf_std_floor=1e-9)
     cf_part = result.sequence_advantages - result.outcome_advantages
     assert abs(float(cf_part.sum())) < 1e-6
 

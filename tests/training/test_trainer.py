@@ -33,8 +33,8 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
             batch.completion_mask,
             group_size=K,
             lambda_cf=config.lambda_cf,
-            std_floor=config.cf_std_floor,
-            z_clip=config.cf_z_clip,
+            cf_std_floor=config.cf_std_floor,
+            cf_z_clip=config.cf_z_clip,
             row_index=batch.row_index,
         ).token_advantages
     if METHODS[method].needs_cf:
