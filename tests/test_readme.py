@@ -44,3 +44,18 @@ def test_every_package_path_in_the_readme_exists():
     assert paths
     missing = [path for path in paths if not (ROOT / path).exists()]
     assert not missing, f"README paths that do not exist: {missing}"
+
+
+def test_every_module_of_the_package_map_exists():
+    """The layer table names modules by their short name in the row of their package(s)."""
+    table = README.split("### The package, layer by layer", 1)[1].split("\n\n", 2)[2]
+    rows = [line for line in table.splitlines() if line.startswith("| `gc2po.")]
+    assert len(rows) == 7
+    missing = []
+    for row in rows:
+        packages_cell, modules_cell = row.split("|")[1:3]
+        packages = re.findall(r"`(gc2po\.\w+)`", packages_cell)
+        for short in re.findall(r"`([a-z_]+)`", modules_cell):
+            if not any(resolves(f"{package}.{short}") for package in packages):
+                missing.append((packages, short))
+    assert not missing, f"modules the package map names that do not exist: {missing}"
