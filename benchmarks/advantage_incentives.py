@@ -17,8 +17,8 @@ import argparse
 import numpy as np
 import torch
 
+from gc2po.core.advantages import gc2po_token_advantages
 from gc2po.core.corrected import additive_token_advantages
-from gc2po.core.gc2po_form import gc2po_token_advantages
 
 K = 8
 

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from _memory import peak_extra_memory  # noqa: E402
 
-from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward  # noqa: E402
+from gc2po.core.counterfactual import CounterfactualParams  # noqa: E402
 
 
 def sync(device):
@@ -101,10 +101,9 @@ def main():
                 answer_space=space,
                 answer_topk=64,
             )
-            return counterfactual_reward(
+            return params.reward(
                 states,
                 weight,
-                params,
                 group_index=group_index,
                 generator=torch.Generator(device=device).manual_seed(args.seed),
             )

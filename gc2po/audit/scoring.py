@@ -17,9 +17,9 @@ import pandas as pd
 import torch
 
 from gc2po.audit.stats import summarise
-from gc2po.core.advantages import grpo_advantage
+from gc2po.core.advantages import trajectory_token_rewards
 from gc2po.core.counterfactual import CounterfactualParams
-from gc2po.core.gc2po_form import trajectory_token_rewards
+from gc2po.core.groups import grpo_advantage
 from gc2po.testbed.oracle import grade
 from gc2po.training.episode_states import STATE_CHOICES, flatten, state_table
 from gc2po.training.episodes import EpisodeStates, segment_completions

@@ -5,15 +5,15 @@ Nothing here imports trl or transformers, does I/O or keeps global state beyond 
 name -> entry registries filled at import.
 """
 
-from gc2po.core.advantages import grpo_advantage
+from gc2po.core.advantages import gc2po_token_advantages, token_advantages
 from gc2po.core.counterfactual import (
-    PERTURBATIONS,
     CounterfactualParams,
     CounterfactualReward,
     counterfactual_reward,
 )
-from gc2po.core.gc2po_form import gc2po_token_advantages, token_advantages
+from gc2po.core.groups import grpo_advantage
 from gc2po.core.losses import clipped_token_loss
+from gc2po.core.perturbations import PERTURBATIONS
 from gc2po.core.segment import segment_episodes, token_episode_ids
 
 __all__ = [

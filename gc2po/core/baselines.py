@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.core.advantages import grpo_advantage
+from gc2po.core.groups import grpo_advantage
 
 
 # -- length penalty (BASELINES 6) ------------------------------------------------------------------

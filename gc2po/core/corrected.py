@@ -1,7 +1,7 @@
 """A corrected GC2PO (a departure from the paper, ``../shared/RESEARCH.md`` sections 1 and 3).
 
 The paper's token advantage ranks completions by R_out plus lambda_cf * sum_l R_cf over the
-number of tokens (``gc2po.core.gc2po_form``): it rewards short completions with many episodes,
+number of tokens (``gc2po.core.advantages``): it rewards short completions with many episodes,
 gives every token its trajectory's sign, and is not GRPO at lambda_cf = 0. The additive form
 keeps the paper's intent (episodes judged by their counterfactual reward, inside a trajectory
 judged by its outcome) without those incentives:
@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import torch
 
-from gc2po.core.advantages import Gather, check_episode_inputs, group_normalised
+from gc2po.core.groups import Gather, check_episode_inputs, group_normalised
 
 
 class CorrectedAdvantages(NamedTuple):
@@ -66,7 +66,7 @@ def additive_token_advantages(
     Shapes: r_out [B] (NaN = unscored: advantage 0, left out of its group's statistics),
     episode_ids [B,T] (-1 = no episode), r_cf [B,Lmax] (R_cf per episode; non-finite -> 0),
     mask [B,T] (bool or 0/1 numbers) -> CorrectedAdvantages. ``row_index`` [B] and ``gather`` as
-    in :func:`gc2po.core.gc2po_form.gc2po_token_advantages` (groups split over processes).
+    in :func:`gc2po.core.advantages.gc2po_token_advantages` (groups split over processes).
     """
     if not lambda_cf >= 0:
         raise ValueError(f"lambda_cf must be >= 0, got {lambda_cf!r}")

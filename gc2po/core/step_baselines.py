@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.core.advantages import STD_EPS
+from gc2po.core.groups import STD_EPS
 
 
 # -- MRT (BASELINES 5) ----------------------------------------------------------------------------

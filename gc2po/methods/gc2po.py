@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.core.gc2po_form import gc2po_token_advantages
+from gc2po.core.advantages import gc2po_token_advantages
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method, register_variant
 
 FIDELITY = "as in the paper (SPEC 2 fills its gaps)"
@@ -21,7 +21,7 @@ KIND = dict(needs_episodes=True, needs_cf=True, nonnegative_rewards=True, fideli
     **KIND,
 )
 def gc2po_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
-    """Token-level advantages of ``gc2po.core.gc2po_form.gc2po_token_advantages``."""
+    """Token-level advantages of ``gc2po.core.advantages.gc2po_token_advantages``."""
     result = gc2po_token_advantages(
         batch.rewards,
         batch.episode_ids,

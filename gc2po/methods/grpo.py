@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.core.advantages import dr_grpo_advantage, group_normalised
 from gc2po.core.baselines import length_penalty_advantages
+from gc2po.core.groups import dr_grpo_advantage, group_normalised
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.core.advantages import dr_grpo_advantage, group_normalised
 from gc2po.core.baselines import group_scored_counts, gvpo_on_policy_loss
+from gc2po.core.groups import dr_grpo_advantage, group_normalised
 from gc2po.methods.base import MethodOutput, RolloutBatch, advantage_metrics, register_method
 
 

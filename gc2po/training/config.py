@@ -24,7 +24,7 @@ cf_tau (`float`, defaults to `0.1`): temperature tau of the stability term.
 cf_eps_u (`float`, defaults to `1e-6`): eps_u of the expressiveness term (> 0).
 num_perturbations (`int`, defaults to `8`): Monte Carlo samples M of perturbed states.
 perturbation (`str`, defaults to `"dropout,gaussian"`): comma-separated operators applied in
-    order (`gc2po.core.counterfactual.PERTURBATIONS`); each takes its scale from
+    order (`gc2po.core.perturbations.PERTURBATIONS`); each takes its scale from
     `perturbation_<param>`: `perturbation_p` (dropout), `perturbation_sigma` (gaussian),
     `perturbation_alpha` (group_mix).
 answer_space (`str`, defaults to `"topk"`): support of q(.|u): `"topk"` or `"vocab"`.
@@ -84,13 +84,9 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from gc2po.core.counterfactual import (
-    ANSWER_SPACES,
-    PERTURBATIONS,
-    CounterfactualParams,
-    spec_from_fields,
-)
-from gc2po.core.gc2po_form import EPISODE_WEIGHT_NORMS
+from gc2po.core.advantages import EPISODE_WEIGHT_NORMS
+from gc2po.core.counterfactual import ANSWER_SPACES, CounterfactualParams
+from gc2po.core.perturbations import PERTURBATIONS, spec_from_fields
 from gc2po.methods import METHODS, get_method
 from gc2po.training.config_checks import (
     PRECISIONS,

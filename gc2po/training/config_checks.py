@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from gc2po.core.counterfactual import ANSWER_SPACES, build_perturbation
-from gc2po.core.gc2po_form import EPISODE_WEIGHT_NORMS
+from gc2po.core.advantages import EPISODE_WEIGHT_NORMS
+from gc2po.core.counterfactual import ANSWER_SPACES
+from gc2po.core.perturbations import build_perturbation
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
 

@@ -18,7 +18,6 @@ import torch
 from gc2po.core.counterfactual import (
     CounterfactualParams,
     CounterfactualReward,
-    counterfactual_reward,
 )
 from gc2po.methods.base import Method, MethodOutput, RolloutBatch
 from gc2po.training.episodes import EpisodeBatch, EpisodeStates
@@ -83,9 +82,7 @@ def episode_counterfactuals(
     all_key, all_u = all_key[order], all_u[order]
     weight, bias = lm_head
     group = torch.div(all_key, MAX_EPISODES_PER_ROW * group_size, rounding_mode="floor")
-    cf = counterfactual_reward(
-        all_u, weight, params, lm_head_bias=bias, generator=generator, group_index=group
-    )
+    cf = params.reward(all_u, weight, lm_head_bias=bias, generator=generator, group_index=group)
     metrics = {
         "gc2po/s_sta": cf.s_sta.mean().item(),
         "gc2po/s_exp": cf.s_exp.mean().item(),

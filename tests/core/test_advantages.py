@@ -7,14 +7,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gc2po.core.advantages import dr_grpo_advantage, group_normalised, grpo_advantage
-from gc2po.core.gc2po_form import (
+from gc2po.core.advantages import (
     gc2po_token_advantages,
     grouped_token_advantages,
     token_advantages,
     trajectory_token_rewards,
     truncated_mean,
 )
+from gc2po.core.groups import dr_grpo_advantage, group_normalised, grpo_advantage
 
 KW = dict(lambda_cf=0.8, trunc_frac=0.0, adv_clip=10.0)
 

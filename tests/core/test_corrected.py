@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gc2po.core.advantages import grpo_advantage
 from gc2po.core.corrected import additive_token_advantages
+from gc2po.core.groups import grpo_advantage
 from tests.core.group_builder import build, completions, split, stretch
 
 KW = dict(cf_std_floor=0.1, cf_z_clip=3.0)

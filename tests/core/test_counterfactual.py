@@ -5,42 +5,18 @@ import math
 import pytest
 import torch
 
-from gc2po.core.counterfactual import (
+from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward
+from gc2po.core.perturbations import (
     PERTURBATIONS,
-    CounterfactualParams,
     build_perturbation,
-    counterfactual_reward,
     perturb,
     register_perturbation,
 )
 
 LN3 = math.log(3.0)
-# R_cf's settings under their GC2POConfig names (CounterfactualParams), all answer space
 BASE = dict(
-    num_perturbations=4,
-    cf_tau=0.1,
-    lambda_exp=0.9,
-    lambda_sta=1.0,
-    cf_eps_u=1e-6,
-    answer_space="vocab",
-    answer_topk=64,
+    num_samples=4, tau=0.1, lambda_exp=0.9, eps_u=1e-6, answer_space="vocab", generator=None
 )
-
-
-def params(**overrides) -> CounterfactualParams:
-    return CounterfactualParams(**{"perturbation": "dropout", **BASE, **overrides})
-
-
-def reward(u, w, generator=None, group_index=None, lm_head_bias=None, **overrides):
-    """counterfactual_reward with BASE's settings changed by ``overrides``."""
-    return counterfactual_reward(
-        u,
-        w,
-        params(**overrides),
-        generator=generator,
-        group_index=group_index,
-        lm_head_bias=lm_head_bias,
-    )
 
 
 def test_full_dropout_by_hand():
@@ -48,7 +24,7 @@ def test_full_dropout_by_hand():
     # q(g u) = [1/2, 1/2]: ||q - q_m||^2 = 2 * (1/4)^2 = 1/8, S_sta = exp(-(1/8)/0.1) = exp(-1.25)
     # S_exp = 0 / (ln3^2 + eps) = 0, R_cf = exp(-1.25) + 0.9 * 0.
     u = torch.tensor([[LN3, 0.0]])
-    out = reward(u, torch.eye(2), perturbation={"name": "dropout", "p": 1.0})
+    out = counterfactual_reward(u, torch.eye(2), perturbation={"name": "dropout", "p": 1.0}, **BASE)
     assert out.s_sta.item() == pytest.approx(math.exp(-1.25), rel=1e-6)
     assert out.s_exp.item() == 0.0
     assert out.r_cf.item() == pytest.approx(math.exp(-1.25), rel=1e-6)
@@ -59,22 +35,24 @@ def test_group_mix_with_alpha_one_swaps_siblings_by_hand():
     # q(u1) = [3/4, 1/4], q(u2) = [1/4, 3/4]: ||diff||^2 = 2 * (1/2)^2 = 1/2, S_sta = exp(-5)
     # ||u2||^2 = ||u1||^2 = ln3^2: S_exp = ln3^2 / (ln3^2 + 1e-6); R_cf = S_sta + 0.9 S_exp
     u = torch.tensor([[LN3, 0.0], [0.0, LN3]])
-    out = reward(
+    out = counterfactual_reward(
         u,
         torch.eye(2),
         perturbation={"name": "group_mix", "alpha": 1.0},
         group_index=torch.tensor([0, 0]),
+        **BASE,
     )
     s_exp = LN3**2 / (LN3**2 + 1e-6)
     torch.testing.assert_close(out.s_sta, torch.full((2,), math.exp(-5)))
     torch.testing.assert_close(out.s_exp, torch.full((2,), s_exp))
     torch.testing.assert_close(out.r_cf, torch.full((2,), math.exp(-5) + 0.9 * s_exp))
     # an episode alone in its group is left unchanged: S_sta = 1, S_exp = ||u||^2/(||u||^2+eps)
-    alone = reward(
+    alone = counterfactual_reward(
         u,
         torch.eye(2),
         perturbation={"name": "group_mix", "alpha": 1.0},
         group_index=torch.tensor([0, 1]),
+        **BASE,
     )
     torch.testing.assert_close(alone.s_sta, torch.ones(2))
 
@@ -83,12 +61,12 @@ def test_topk_restricts_and_renormalises_by_hand():
     # V = 3, W = I, u = [ln 3, 0, -inf-ish]: top-2 = tokens 0, 1 -> q = [3/4, 1/4] exactly as
     # with V = 2 in the dropout case, so S_sta = exp(-1.25) with p = 1 (perturbed logits 0, 0).
     u = torch.tensor([[LN3, 0.0, -30.0]])
-    out = reward(
+    out = counterfactual_reward(
         u,
         torch.eye(3),
         perturbation={"name": "dropout", "p": 1.0},
-        answer_space="topk",
-        answer_topk=2,
+        **{**BASE, "answer_space": "topk"},
+        topk=2,
     )
     assert out.s_sta.item() == pytest.approx(math.exp(-1.25), rel=1e-6)
 
@@ -96,12 +74,13 @@ def test_topk_restricts_and_renormalises_by_hand():
 def test_temperature_and_bias_enter_the_logits():
     # logits = u W^T + b = [ln3, 0] + [0, 0]; temperature 2 halves them: q = softmax([ln3/2, 0])
     u = torch.tensor([[LN3, 0.0]])
-    out = reward(
+    out = counterfactual_reward(
         u,
         torch.eye(2),
         perturbation={"name": "dropout", "p": 1.0},
         temperature=2.0,
         lm_head_bias=torch.zeros(2),
+        **BASE,
     )
     q0 = math.sqrt(3) / (math.sqrt(3) + 1)
     dist = 2 * (q0 - 0.5) ** 2
@@ -133,15 +112,18 @@ def test_chunking_gives_the_same_answer():
     g = torch.Generator().manual_seed(3)
     u, w = torch.randn(37, 32, generator=g), torch.randn(500, 32, generator=g)
     for space in ("vocab", "topk"):
-        settings = params(
+        kw = dict(
             perturbation=["dropout", "gaussian"],
-            num_perturbations=8,
+            num_samples=8,
+            tau=0.1,
+            lambda_exp=0.9,
+            eps_u=1e-6,
             answer_space=space,
-            answer_topk=16,
+            topk=16,
         )
-        whole = counterfactual_reward(u, w, settings, generator=torch.Generator().manual_seed(5))
+        whole = counterfactual_reward(u, w, generator=torch.Generator().manual_seed(5), **kw)
         chunked = counterfactual_reward(
-            u, w, settings, generator=torch.Generator().manual_seed(5), max_chunk_bytes=1
+            u, w, generator=torch.Generator().manual_seed(5), max_chunk_bytes=1, **kw
         )
         for x, y in zip(whole, chunked):
             torch.testing.assert_close(x, y)
@@ -149,7 +131,7 @@ def test_chunking_gives_the_same_answer():
 
 def test_bounds_and_finiteness_for_zero_states():
     u = torch.zeros(3, 8)
-    out = reward(u, torch.randn(20, 8), perturbation=["dropout", "gaussian"])
+    out = counterfactual_reward(u, torch.randn(20, 8), perturbation=["dropout", "gaussian"], **BASE)
     for x in out:
         assert torch.isfinite(x).all()
     assert ((out.s_sta > 0) & (out.s_sta <= 1)).all()
@@ -158,20 +140,19 @@ def test_bounds_and_finiteness_for_zero_states():
 def test_bf16_weight_is_not_copied_to_fp32_and_result_is_fp32():
     u = torch.randn(4, 16)
     w = torch.randn(50, 16).bfloat16()
-    out = reward(u, w, answer_space="topk", answer_topk=8)
+    out = counterfactual_reward(
+        u, w, perturbation="dropout", **{**BASE, "answer_space": "topk"}, topk=8
+    )
     assert out.r_cf.dtype == torch.float32
 
 
 @pytest.mark.parametrize(
     "override, match",
     [
-        (dict(cf_tau=-1.0), "cf_tau"),
-        (dict(num_perturbations=0), "num_perturbations"),
-        (dict(num_perturbations=True), "num_perturbations"),
-        (dict(cf_eps_u=-1.0), "cf_eps_u"),
-        (dict(cf_eps_u=0.0), "cf_eps_u must be a finite number > 0"),
-        (dict(answer_space="topk", answer_topk=0), "answer_topk must be an int >= 1"),
-        (dict(temperature=0.0), "temperature must be > 0"),
+        (dict(tau=-1.0), "tau"),
+        (dict(num_samples=0), "num_samples"),
+        (dict(eps_u=-1.0), "eps_u"),
+        (dict(eps_u=0.0), "eps_u must be a finite number > 0"),
         (dict(lambda_sta=-0.5), "lambda_sta"),
         (dict(lambda_exp=float("nan")), "lambda_exp"),
         (dict(answer_space="logits"), r"answer_space.*\['topk', 'vocab'\]"),
@@ -185,30 +166,27 @@ def test_bf16_weight_is_not_copied_to_fp32_and_result_is_fp32():
             r"unknown parameter 'scale'.*sigma",
         ),
         (dict(perturbation=[]), "at least one"),
+        (dict(group_index=torch.tensor([0])), "group_index"),
     ],
 )
-def test_bad_settings_raise_naming_the_field(override, match):
+def test_bad_input_raises_naming_the_argument(override, match):
+    kw = {**BASE, "perturbation": "dropout", **override}
     with pytest.raises(ValueError, match=match):
-        params(**override)
-
-
-def test_bad_group_index_raises():
-    with pytest.raises(ValueError, match="group_index"):
-        reward(torch.randn(2, 4), torch.randn(6, 4), group_index=torch.tensor([0]))
+        counterfactual_reward(torch.randn(2, 4), torch.randn(6, 4), **kw)
 
 
 def test_mismatched_shapes_raise():
     with pytest.raises(ValueError, match=r"lm_head_weight.*d=4"):
-        reward(torch.randn(2, 4), torch.randn(6, 5))
+        counterfactual_reward(torch.randn(2, 4), torch.randn(6, 5), perturbation="dropout", **BASE)
     with pytest.raises(ValueError, match=r"u must have shape \[E, d\]"):
-        reward(torch.randn(4), torch.randn(6, 4))
+        counterfactual_reward(torch.randn(4), torch.randn(6, 4), perturbation="dropout", **BASE)
 
 
 def test_registry_names_and_duplicate_registration_fails_naming_both_places():
     assert set(PERTURBATIONS) == {"gaussian", "dropout", "group_mix"}
     with pytest.raises(
         ValueError,
-        match=r"perturbation 'gaussian' is registered twice: first at .*counterfactual.py:\d+, "
+        match=r"perturbation 'gaussian' is registered twice: first at .*perturbations.py:\d+, "
         r"again at .*test_counterfactual.py:\d+",
     ):
         register_perturbation("gaussian", param="sigma", bounds=(0.0, 1.0), default=0.1)(
@@ -218,8 +196,11 @@ def test_registry_names_and_duplicate_registration_fails_naming_both_places():
 
 def test_lambda_sta_weights_the_stability_term():
     u, w = torch.randn(5, 8), torch.randn(30, 8)
-    full = reward(u, w, generator=torch.Generator().manual_seed(1))
-    none = reward(u, w, lambda_sta=0.0, generator=torch.Generator().manual_seed(1))
+    kw = dict(perturbation="dropout", **BASE)
+    full = counterfactual_reward(u, w, **{**kw, "generator": torch.Generator().manual_seed(1)})
+    none = counterfactual_reward(
+        u, w, lambda_sta=0.0, **{**kw, "generator": torch.Generator().manual_seed(1)}
+    )
     torch.testing.assert_close(full.r_cf, full.s_sta + BASE["lambda_exp"] * full.s_exp)
     torch.testing.assert_close(none.r_cf, BASE["lambda_exp"] * none.s_exp)
 
@@ -229,9 +210,48 @@ def test_non_finite_states_score_zero_and_never_nan():
     u[1, 3], u[2, 0] = float("nan"), float("inf")
     u[3] = 1e30  # squares overflow float32
     for space in ("topk", "vocab"):
-        out = reward(
-            u, torch.randn(30, 8), perturbation=["dropout", "gaussian"], answer_space=space
+        out = counterfactual_reward(
+            u,
+            torch.randn(30, 8),
+            perturbation=["dropout", "gaussian"],
+            **{**BASE, "answer_space": space},
         )
         for x in out:
             assert torch.isfinite(x).all()
         assert out.s_sta[1] == 0 and out.s_exp[2] == 0
+
+
+def test_params_compute_the_spec_call_under_the_config_names():
+    """CounterfactualParams (built by GC2POConfig.counterfactual_params) is the one place where
+    the config's names meet the SPEC's: its reward equals the keyword call."""
+    u, w = torch.randn(6, 8, generator=torch.Generator().manual_seed(4)), torch.randn(30, 8)
+    params = CounterfactualParams(
+        perturbation=["dropout", {"name": "gaussian", "sigma": 0.2}],
+        num_perturbations=3,
+        cf_tau=0.2,
+        lambda_exp=0.5,
+        lambda_sta=0.7,
+        cf_eps_u=1e-5,
+        answer_space="topk",
+        answer_topk=5,
+        temperature=1.5,
+    )
+    group = torch.tensor([0, 0, 0, 1, 1, 1])
+    got = params.reward(u, w, generator=torch.Generator().manual_seed(9), group_index=group)
+    want = counterfactual_reward(
+        u,
+        w,
+        perturbation=params.perturbation,
+        num_samples=3,
+        tau=0.2,
+        lambda_exp=0.5,
+        lambda_sta=0.7,
+        eps_u=1e-5,
+        answer_space="topk",
+        topk=5,
+        temperature=1.5,
+        generator=torch.Generator().manual_seed(9),
+        group_index=group,
+    )
+    for x, y in zip(got, want):
+        torch.testing.assert_close(x, y, atol=0, rtol=0)

@@ -8,7 +8,7 @@ def test_core_imports_without_trl_or_transformers():
         "for name in ('trl', 'transformers', 'datasets', 'vllm'):\n"
         "    sys.modules[name] = None  # any import of these now raises ImportError\n"
         "import gc2po.core as core\n"
-        "from gc2po.core import segment, counterfactual, advantages, gc2po_form, losses\n"
+        "from gc2po.core import segment, counterfactual, advantages, groups, losses, perturbations\n"
         "assert callable(core.token_advantages)\n"
         "print('ok')\n"
     )

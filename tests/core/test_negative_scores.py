@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gc2po.core.gc2po_form import gc2po_token_advantages, token_advantages, trajectory_token_rewards
+from gc2po.core.advantages import gc2po_token_advantages, token_advantages, trajectory_token_rewards
 
 KW = dict(trunc_frac=0.0, adv_clip=10.0)
 

@@ -11,8 +11,8 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gc2po.core.advantages import grpo_advantage
-from gc2po.core.gc2po_form import gc2po_token_advantages, trajectory_token_rewards
+from gc2po.core.advantages import gc2po_token_advantages, trajectory_token_rewards
+from gc2po.core.groups import grpo_advantage
 from tests.core.group_builder import build, completions, split, stretch
 
 KW = dict(trunc_frac=0.0, adv_clip=10.0)

@@ -5,8 +5,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gc2po.core.advantages import dr_grpo_advantage
 from gc2po.core.baselines import group_scored_counts, gvpo_loss, gvpo_on_policy_loss
+from gc2po.core.groups import dr_grpo_advantage
 
 NAN = float("nan")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback, TrainingArguments
 
-from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward
+from gc2po.core.counterfactual import CounterfactualParams
 from gc2po.training.distributed import gathered_lm_head, is_zero3_param
 
 VOCAB, HIDDEN = 96, 32
@@ -42,9 +42,7 @@ def is_zero3_sharded(model) -> bool:
 
 
 def r_cf(weight: torch.Tensor) -> torch.Tensor:
-    return counterfactual_reward(
-        STATES, weight, CF_PARAMS, generator=torch.Generator().manual_seed(2)
-    ).r_cf
+    return CF_PARAMS.reward(STATES, weight, generator=torch.Generator().manual_seed(2)).r_cf
 
 
 class NaNFirstStep(Trainer):

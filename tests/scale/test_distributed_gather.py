@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from gc2po.core.counterfactual import CounterfactualParams, counterfactual_reward
+from gc2po.core.counterfactual import CounterfactualParams
 from gc2po.training.distributed import gathered_lm_head, is_zero3_param
 
 CF_PARAMS = CounterfactualParams(
@@ -77,8 +77,8 @@ def shard(param: nn.Parameter, ds_id: int) -> None:
 
 def r_cf(weight, bias=None):
     states = torch.randn(5, weight.shape[1], generator=torch.Generator().manual_seed(1))
-    return counterfactual_reward(
-        states, weight, CF_PARAMS, lm_head_bias=bias, generator=torch.Generator().manual_seed(2)
+    return CF_PARAMS.reward(
+        states, weight, lm_head_bias=bias, generator=torch.Generator().manual_seed(2)
     ).r_cf
 
 

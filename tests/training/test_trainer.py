@@ -10,10 +10,10 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from gc2po.core.advantages import dr_grpo_advantage, grpo_advantage
+from gc2po.core.advantages import gc2po_token_advantages
 from gc2po.core.baselines import gcpo_advantages, length_penalty_advantages
 from gc2po.core.corrected import additive_token_advantages
-from gc2po.core.gc2po_form import gc2po_token_advantages
+from gc2po.core.groups import dr_grpo_advantage, grpo_advantage
 from gc2po.core.step_baselines import mrt_token_advantages, rest_selection
 from gc2po.methods import METHODS
 from gc2po.methods.mrt import boundaries

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gc2po.core.counterfactual import spec_from_fields
+from gc2po.core.perturbations import spec_from_fields
 from gc2po.methods import METHODS
 from gc2po.training.config_schema import load_schema
 from gc2po.training.plan import load_config, training_jobs, validate

@@ -22,7 +22,7 @@ TOY = '''"""Toy: the sign of the group-centred reward on every token."""
 
 import torch
 
-from gc2po.core.advantages import dr_grpo_advantage, group_normalised
+from gc2po.core.groups import dr_grpo_advantage, group_normalised
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 
