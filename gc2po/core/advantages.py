@@ -4,8 +4,8 @@ corrected form is ``gc2po.core.corrected``, the group normalisation both share
 
 ``gc2po_token_advantages`` is what training calls: R_cf per episode -> trajectory scores ->
 group normalisation (across processes through ``gather``) -> token distribution.
-``token_advantages`` (one group) and ``grouped_token_advantages`` (G groups) are the SPEC 2.7
-names for the same computation on a single process.
+``token_advantages`` (one group on a single process) is the SPEC 2.7 name for the same
+computation.
 
 A non-finite outcome reward marks a completion that no reward function scored (TRL's
 convention): it is left out of its group's statistics and gets advantage 0. No NaN or inf
@@ -187,50 +187,6 @@ def gc2po_token_advantages(
     return GC2POAdvantages(adv, traj_score, seq_adv)
 
 
-def grouped_token_advantages(
-    r_out: torch.Tensor,
-    episode_ids: torch.Tensor,
-    r_cf: torch.Tensor,
-    old_logps: torch.Tensor,
-    mask: torch.Tensor,
-    *,
-    lambda_cf: float,
-    trunc_frac: float,
-    adv_clip: float,
-    episode_weight_norm: str = "sum",
-) -> torch.Tensor:
-    """GC2PO token advantages for G groups of K completions on one process:
-    r_out [G,K], episode_ids [G,K,T], r_cf [G,K,Lmax], old_logps [G,K,T], mask [G,K,T]
-    -> advantages [G,K,T] (0 where masked). See :func:`gc2po_token_advantages`."""
-    if episode_ids.ndim != 3:
-        raise ValueError(f"episode_ids must have shape [G, K, T], got {list(episode_ids.shape)}")
-    num_groups, group_size, length = episode_ids.shape
-    check_shape("r_out", r_out, (num_groups, group_size))
-    if r_cf.ndim != 3 or r_cf.shape[:2] != (num_groups, group_size):
-        raise ValueError(
-            f"r_cf must have shape [{num_groups}, {group_size}, Lmax], got {list(r_cf.shape)}"
-        )
-    for name, tensor in (("old_logps", old_logps), ("mask", mask)):
-        check_shape(name, tensor, (num_groups, group_size, length))
-
-    def flat(x):
-        return x.reshape(num_groups * group_size, *x.shape[2:])
-
-    result = gc2po_token_advantages(
-        flat(r_out),
-        flat(episode_ids),
-        flat(r_cf),
-        flat(old_logps),
-        flat(mask),
-        group_size=group_size,
-        lambda_cf=lambda_cf,
-        trunc_frac=trunc_frac,
-        adv_clip=adv_clip,
-        episode_weight_norm=episode_weight_norm,
-    )
-    return result.token_advantages.view(num_groups, group_size, length)
-
-
 def token_advantages(
     r_out: torch.Tensor,
     episode_ids: torch.Tensor,
@@ -244,19 +200,21 @@ def token_advantages(
     episode_weight_norm: str = "sum",
 ) -> torch.Tensor:
     """GC2PO token advantages for one group: r_out [K], episode_ids [K,T], r_cf [K,Lmax],
-    old_logps [K,T], mask [K,T] -> [K,T]. See :func:`gc2po_token_advantages`."""
+    old_logps [K,T], mask [K,T] -> [K,T] (0 where masked). See :func:`gc2po_token_advantages`."""
     if episode_ids.ndim != 2:
         raise ValueError(f"episode_ids must have shape [K, T], got {list(episode_ids.shape)}")
     if r_cf.ndim != 2:
         raise ValueError(f"r_cf must have shape [K, Lmax], got {list(r_cf.shape)}")
-    return grouped_token_advantages(
-        r_out.unsqueeze(0),
-        episode_ids.unsqueeze(0),
-        r_cf.unsqueeze(0),
-        old_logps.unsqueeze(0),
-        mask.unsqueeze(0),
+    result = gc2po_token_advantages(
+        r_out,
+        episode_ids,
+        r_cf,
+        old_logps,
+        mask,
+        group_size=episode_ids.shape[0],
         lambda_cf=lambda_cf,
         trunc_frac=trunc_frac,
         adv_clip=adv_clip,
         episode_weight_norm=episode_weight_norm,
-    ).squeeze(0)
+    )
+    return result.token_advantages

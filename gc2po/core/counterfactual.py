@@ -67,47 +67,6 @@ class CounterfactualParams:
         )
 
 
-def _check_args(
-    u,
-    lm_head_weight,
-    num_samples,
-    tau,
-    lambda_exp,
-    lambda_sta,
-    eps_u,
-    answer_space,
-    group_index,
-    topk,
-    temperature,
-):
-    if u.ndim != 2:
-        raise ValueError(f"u must have shape [E, d], got {tuple(u.shape)}")
-    if lm_head_weight.ndim != 2 or lm_head_weight.shape[1] != u.shape[1]:
-        raise ValueError(
-            f"lm_head_weight must have shape [V, d] with d={u.shape[1]} (from u), "
-            f"got {tuple(lm_head_weight.shape)}"
-        )
-    if not isinstance(num_samples, int) or num_samples < 1:
-        raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
-    if not tau > 0:
-        raise ValueError(f"tau must be > 0, got {tau!r}")
-    for name, value in (("lambda_exp", lambda_exp), ("lambda_sta", lambda_sta)):
-        if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    if not (eps_u > 0 and math.isfinite(eps_u)):  # eps_u = 0 would make S_exp 0/0 for a zero state
-        raise ValueError(f"eps_u must be a finite number > 0, got {eps_u!r}")
-    if answer_space not in ANSWER_SPACES:
-        raise ValueError(f"answer_space must be one of {list(ANSWER_SPACES)}, got {answer_space!r}")
-    if answer_space == "topk" and not (isinstance(topk, int) and topk >= 1):
-        raise ValueError(f"topk must be an int >= 1, got {topk!r}")
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
-    if group_index is not None and tuple(group_index.shape) != (u.shape[0],):
-        raise ValueError(
-            f"group_index must have shape [E]=({u.shape[0]},), got {tuple(group_index.shape)}"
-        )
-
-
 def counterfactual_reward(
     u: torch.Tensor,
     lm_head_weight: torch.Tensor,
@@ -146,19 +105,32 @@ def counterfactual_reward(
         CounterfactualReward(s_sta [E], s_exp [E], r_cf [E] = lambda_sta s_sta + lambda_exp s_exp)
         in fp32. A state with a non-finite entry scores 0 on both terms (never NaN).
     """
-    _check_args(
-        u,
-        lm_head_weight,
-        num_samples,
-        tau,
-        lambda_exp,
-        lambda_sta,
-        eps_u,
-        answer_space,
-        group_index,
-        topk,
-        temperature,
-    )
+    if u.ndim != 2:
+        raise ValueError(f"u must have shape [E, d], got {tuple(u.shape)}")
+    if lm_head_weight.ndim != 2 or lm_head_weight.shape[1] != u.shape[1]:
+        raise ValueError(
+            f"lm_head_weight must have shape [V, d] with d={u.shape[1]} (from u), "
+            f"got {tuple(lm_head_weight.shape)}"
+        )
+    if not isinstance(num_samples, int) or num_samples < 1:
+        raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
+    if not tau > 0:
+        raise ValueError(f"tau must be > 0, got {tau!r}")
+    for name, value in (("lambda_exp", lambda_exp), ("lambda_sta", lambda_sta)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    if not (eps_u > 0 and math.isfinite(eps_u)):  # eps_u = 0 would make S_exp 0/0 for a zero state
+        raise ValueError(f"eps_u must be a finite number > 0, got {eps_u!r}")
+    if answer_space not in ANSWER_SPACES:
+        raise ValueError(f"answer_space must be one of {list(ANSWER_SPACES)}, got {answer_space!r}")
+    if answer_space == "topk" and not (isinstance(topk, int) and topk >= 1):
+        raise ValueError(f"topk must be an int >= 1, got {topk!r}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    if group_index is not None and tuple(group_index.shape) != (u.shape[0],):
+        raise ValueError(
+            f"group_index must have shape [E]=({u.shape[0]},), got {tuple(group_index.shape)}"
+        )
     build_perturbation(perturbation)  # fail on a bad spec before any work
     u = u.detach().float()
     finite = torch.isfinite(u).all(-1)  # [E]: a state with inf/NaN (a diverged model) scores 0

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from gc2po.core.advantages import (
     gc2po_token_advantages,
-    grouped_token_advantages,
     token_advantages,
     trajectory_token_rewards,
     truncated_mean,
@@ -79,9 +78,15 @@ def hand_case():
     return r_out, episode_ids, r_cf, old_logps, mask, expected
 
 
+def both_groups(r_out, ids, r_cf, old_logps, mask) -> torch.Tensor:
+    """Token advantages of the hand case's two groups at once: [2, 3, T]."""
+    flat = [x.reshape(6, *x.shape[2:]) for x in (r_out, ids, r_cf, old_logps, mask)]
+    return gc2po_token_advantages(*flat, group_size=3, **KW).token_advantages.view(2, 3, -1)
+
+
 def test_hand_computed_two_prompts_three_completions():
     r_out, ids, r_cf, old_logps, mask, expected = hand_case()
-    got = grouped_token_advantages(r_out, ids, r_cf, old_logps, mask, **KW)
+    got = both_groups(r_out, ids, r_cf, old_logps, mask)
     torch.testing.assert_close(got, expected, atol=2e-6, rtol=1e-5)
     # the public single-group function gives the same per prompt
     for g in range(2):
@@ -230,7 +235,7 @@ def test_gc2po_entry_point_with_a_split_group_equals_one_process():
 def test_bad_hyperparameters_raise(kwargs, match):
     r_out, ids, r_cf, old_logps, mask, _ = hand_case()
     with pytest.raises(ValueError, match=match):
-        grouped_token_advantages(r_out, ids, r_cf, old_logps, mask, **{**KW, **kwargs})
+        token_advantages(r_out[0], ids[0], r_cf[0], old_logps[0], mask[0], **{**KW, **kwargs})
 
 
 def test_mismatched_shapes_raise():
@@ -358,13 +363,11 @@ def test_scale_invariance_of_outcome_and_cf_rewards():
     # scaling R_out and R_cf by c > 0 scales every r and r~ by c: A^ is unchanged up to the
     # 1e-4 std epsilon, and so is A (the ratio r / r~ is scale free)
     r_out, ids, r_cf, logps, mask, _ = hand_case()
-    base = grouped_token_advantages(r_out, ids, r_cf, logps, mask, **KW)
-    scaled = grouped_token_advantages(3 * r_out, ids, 3 * r_cf, logps, mask, **KW)
+    base = both_groups(r_out, ids, r_cf, logps, mask)
+    scaled = both_groups(3 * r_out, ids, 3 * r_cf, logps, mask)
     torch.testing.assert_close(scaled, base, atol=2e-3, rtol=2e-3)
     # scaling the surprise (old log-probs) changes nothing: weights are normalised per episode
-    torch.testing.assert_close(
-        grouped_token_advantages(r_out, ids, r_cf, 5 * logps, mask, **KW), base
-    )
+    torch.testing.assert_close(both_groups(r_out, ids, r_cf, 5 * logps, mask), base)
 
 
 @settings(max_examples=200, deadline=None)
