@@ -68,7 +68,7 @@ def main() -> None:
         for group in GROUPS:
             g = summary["groups"][group]
             cells.append(
-                f"{100 * g['share']:.1f}%, {g['r_cf'][0]:.3f}, {g['gc2po_advantage'][0]:+.2f}"
+                f"{100 * g['share']:.1f}%, {signed(g['r_cf'][0])}, {signed(g['gc2po_advantage'][0], 2)}"
             )
         print(f"| {method_name(model)} | {where} | " + " | ".join(cells) + " |")
 
