@@ -67,9 +67,8 @@ def main() -> None:
         cells = []
         for group in GROUPS:
             g = summary["groups"][group]
-            cells.append(
-                f"{100 * g['share']:.1f}%, {signed(g['r_cf'][0])}, {signed(g['gc2po_advantage'][0], 2)}"
-            )
+            share, r_cf, advantage = g["share"], g["r_cf"][0], g["gc2po_advantage"][0]
+            cells.append(f"{100 * share:.1f}%, {signed(r_cf)}, {signed(advantage, 2)}")
         print(f"| {method_name(model)} | {where} | " + " | ".join(cells) + " |")
 
 
