@@ -95,7 +95,11 @@ def prepare_output_dir(run: dict, args, log=print) -> Path | None:
             shutil.rmtree(partial, ignore_errors=True)
     if main_process:
         out.mkdir(parents=True, exist_ok=True)
-        (out / RUN_STATE).write_text(
+        # written whole and renamed into place: the other processes read it at the same time,
+        # and a half-written file would fail them (seen under load: rank 1 read it empty)
+        partial = out / (RUN_STATE + ".tmp")
+        partial.write_text(
             json.dumps({"sha256": digest, "run": fingerprint}, indent=1, default=str)
         )
+        partial.replace(out / RUN_STATE)
     return complete[-1] if resume else None
