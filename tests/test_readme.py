@@ -13,7 +13,7 @@ README = (ROOT / "README.md").read_text()
 # a dotted name (not a file name such as gc2po/methods/gc2po.py or workflow/envs/gc2po.yaml)
 DOTTED = re.compile(r"`[^`]*?(?<![/\w-])(gc2po(?:\.\w+)+)(?![\w/])")
 FILE_SUFFIXES = (".py", ".yaml", ".yml", ".json")
-PATH = re.compile(r"\b(gc2po/[\w/]+\.(?:py|json|yaml))\b")
+PATH = re.compile(r"(?<![\w./])(gc2po/[\w/]+\.(?:py|json|yaml))\b")
 
 
 def resolves(dotted: str) -> bool:

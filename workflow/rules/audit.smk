@@ -13,13 +13,10 @@ if AUDIT_MODELS and AUDIT_REWARD_RUN not in RUNS:
     raise ValueError(f"audit.reward_run: {AUDIT_REWARD_RUN!r} is not a run of this config "
                      "(the audit scores R_cf with a GC2PO run's settings)")
 
-
-def audit_settings(wildcards):
-    """The run.yaml whose R_cf settings score an audit on this base model: the reward run's,
-    its first seed's (every seed has the same settings)."""
-    seed = RUNS[AUDIT_REWARD_RUN].seeds[0]
-    return RunDir(wildcards.base, AUDIT_REWARD_RUN, seed).run_config(OUT)
-
+# the run.yaml whose R_cf settings score an audit on a base model: the reward run's first seed's
+# (every seed has the same settings)
+AUDIT_SETTINGS = (RunDir("{base}", AUDIT_REWARD_RUN, RUNS[AUDIT_REWARD_RUN].seeds[0]).run_config(OUT)
+                  if AUDIT_MODELS else [])
 AUDIT_SEED = AUDIT.get("seed", 0)
 AUDIT_CHECKPOINTS = [CheckpointAuditDir(base, run, AUDIT_SEED, step).file(OUT, AuditDir.SUMMARY)
                      for base in BASE_MODELS for run in AUDIT_MODELS if run != "base" and run in models_of(base)
@@ -32,7 +29,7 @@ rule audit:
     input:
         model=eval_model_input,
         data=f"{RES}/data/{AUDIT.get('split', 'test_id')}.jsonl",
-        settings=audit_settings,  # the run.yaml whose R_cf settings score the completions
+        settings=AUDIT_SETTINGS,  # the run.yaml whose R_cf settings score the completions
     output:
         summary=MODEL_AUDIT.file(OUT, AuditDir.SUMMARY),
         completions=MODEL_AUDIT.file(OUT, AuditDir.COMPLETIONS),
@@ -57,7 +54,7 @@ rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
     input:
         model=RUN_PATTERN.final(OUT),  # the run (and its checkpoints) exists
         data=f"{RES}/data/{AUDIT.get('split', 'test_id')}.jsonl",
-        settings=audit_settings,
+        settings=AUDIT_SETTINGS,
     output:
         summary=CHECKPOINT_AUDIT.file(OUT, AuditDir.SUMMARY),
         completions=CHECKPOINT_AUDIT.file(OUT, AuditDir.COMPLETIONS),
