@@ -94,4 +94,7 @@ def train(run: dict, log=print) -> Path:
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(final)
     trainer.accelerator.wait_for_everyone()
+    # destroy the process group (and end trackers) before the interpreter exits, as torch asks;
+    # exit-time teardown is then left with less to do
+    trainer.accelerator.end_training()
     return final

@@ -121,3 +121,4 @@ trainer = NaNFirstStep(model=model, args=args, train_dataset=data, callbacks=[pr
 trainer.train()
 probe.record["tied"] = model.get_output_embeddings().weight is model.get_input_embeddings().weight
 (out_dir / f"rank{trainer.accelerator.process_index}.json").write_text(json.dumps(probe.record))
+trainer.accelerator.end_training()  # as gc2po.training.train does
