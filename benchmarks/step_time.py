@@ -2,9 +2,10 @@
 the step with ``gc2po.models.sampling`` (``fast_generation: true``, the default) to the step
 through TRL's ``generate`` call (``fast_generation: false``), in one run.
 
-Settings are the testbed's (config/config.yaml ``train.trainer``: max_completion_length 64,
-temperature 1.0, K = 8, group_mix perturbations) with per_device_train_batch_size 128 (16 prompts
-x 8), on CPU with ``--threads`` torch threads (the workflow's train rule uses 1). Each measurement
+Settings are the default's, read from config/config.yaml ``train.trainer`` (max_completion_length
+64, temperature 1.0, K = 8, its learning rate and R_cf perturbation), with
+per_device_train_batch_size 128 (16 prompts x 8), on CPU with ``--threads`` torch threads (the
+workflow's train rule uses 1). Each measurement
 trains a fresh trainer from the same weights and seed for ``--steps`` steps; the first step of
 each is not timed. Paths alternate (which goes first alternates too), so machine load hits both
 alike. Both paths must log identical losses, rewards and gradient norms; the script checks it.
@@ -29,18 +30,14 @@ import time
 from pathlib import Path
 
 import torch
+import yaml
 
+ROOT = Path(__file__).resolve().parents[1]
+# the default's trainer settings; 16 prompts x 8 completions per step, nothing saved
 TRAINER = {
-    "learning_rate": 5e-5,
-    "num_generations": 8,
+    **yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["train"]["trainer"],
     "per_device_train_batch_size": 128,
-    "max_completion_length": 64,
-    "temperature": 1.0,
     "save_strategy": "no",
-    "num_perturbations": 8,
-    "answer_topk": 64,
-    "perturbation": "group_mix",
-    "perturbation_alpha": 0.3,
 }
 PATHS = {"old": False, "new": True}  # fast_generation
 NESTED = "R_cf (counterfactual pass)"  # timed inside the loss forward on-policy
