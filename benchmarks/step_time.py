@@ -5,10 +5,10 @@ through TRL's ``generate`` call (``fast_generation: false``), in one run.
 Settings are the default's, read from config/config.yaml ``train.trainer`` (max_completion_length
 64, temperature 1.0, K = 8, its learning rate and R_cf perturbation), with
 per_device_train_batch_size 128 (16 prompts x 8), on CPU with ``--threads`` torch threads (the
-workflow's train rule uses 1). Each measurement
-trains a fresh trainer from the same weights and seed for ``--steps`` steps; the first step of
-each is not timed. Paths alternate (which goes first alternates too), so machine load hits both
-alike. Both paths must log identical losses, rewards and gradient norms; the script checks it.
+workflow's train rule uses 1). Each measurement trains a fresh trainer from the same weights and
+seed for ``--steps`` steps; the first step of each is not timed. Paths alternate (which goes
+first alternates too), so machine load hits both alike. Both paths must log identical losses,
+rewards and gradient norms; the script checks it.
 
 The model is ``--model`` (a saved testbed model, e.g. a warm start) or, by default, a random
 model of the testbed shape (Llama, hidden 128, 3 layers, 4 heads, vocab 400, ~0.85M parameters)
@@ -30,12 +30,12 @@ import time
 from pathlib import Path
 
 import torch
-import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from gc2po.training.plan import load_config
+
 # the default's trainer settings; 16 prompts x 8 completions per step, nothing saved
 TRAINER = {
-    **yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["train"]["trainer"],
+    **load_config()["train"]["trainer"],
     "per_device_train_batch_size": 128,
     "save_strategy": "no",
 }
