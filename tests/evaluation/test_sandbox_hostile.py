@@ -438,10 +438,13 @@ print(json.dumps({"description": sandbox_description(),
 """
 
 
-def test_killing_the_parent_as_an_ordinary_user_harms_no_one(tmp_path):
+def grade_as_an_ordinary_user(grader: str, payload) -> dict:
+    """Run the Python program ``grader`` (its argv[1]: a folder holding the gc2po package; its
+    stdin: ``payload`` as JSON; its stdout: one JSON object, returned) as an ordinary user: this
+    user, or nobody (from a copy of the package nobody can read) when the tests run as root."""
     if os.geteuid() != 0:
         grader_user, package_root = {}, CHECKOUT  # we are the ordinary user
-    else:  # run the grader as nobody, from a copy of the package nobody can read
+    else:
         grader_user = as_sample_user()
         package_root = Path(tempfile.mkdtemp(prefix="gc2po-ordinary-"))
         (package_root / "gc2po" / "evaluation").mkdir(parents=True)
@@ -457,30 +460,33 @@ def test_killing_the_parent_as_an_ordinary_user_harms_no_one(tmp_path):
         os.chmod(package_root, 0o755)
     try:
         interpreter = sandbox_host.sandbox_setup().interpreter  # one the sample user can run
-        hostile = WRONG + (
-            "import ctypes, os\nctypes.CDLL(None).kill(os.getppid(), 9)\nos.kill(os.getppid(), 9)\n"
-            "os.kill(1, 9)\nos.kill(-1, 9)\n"
-        )
         done = subprocess.run(
-            [interpreter, "-I", "-c", ORDINARY_GRADER, str(package_root)],
-            input=json.dumps([PROBLEM, [hostile, WRONG, CORRECT]]),
+            [interpreter, "-I", "-c", grader, str(package_root)],
+            input=json.dumps(payload),
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=600,
             cwd="/",
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
             **grader_user,
         )
         assert done.returncode == 0, done.stderr
-        report = json.loads(done.stdout)
-        assert (
-            report["description"].startswith("bubblewrap")
-            and "as this user" in report["description"]
-        )
-        assert report["verdicts"] == [False, False, True]
+        return json.loads(done.stdout)
     finally:
         if package_root != CHECKOUT:
             shutil.rmtree(package_root)
+
+
+def test_killing_the_parent_as_an_ordinary_user_harms_no_one():
+    hostile = WRONG + (
+        "import ctypes, os\nctypes.CDLL(None).kill(os.getppid(), 9)\nos.kill(os.getppid(), 9)\n"
+        "os.kill(1, 9)\nos.kill(-1, 9)\n"
+    )
+    report = grade_as_an_ordinary_user(ORDINARY_GRADER, [PROBLEM, [hostile, WRONG, CORRECT]])
+    assert (
+        report["description"].startswith("bubblewrap") and "as this user" in report["description"]
+    )
+    assert report["verdicts"] == [False, False, True]
 
 
 def test_the_sandbox_python_is_not_the_graders_environment():
