@@ -71,13 +71,14 @@ class SandboxSetup:
     mode: str
     interpreter: str
     as_nobody: bool  # the grader is root: samples run as nobody
-    read_only: tuple[str, ...] = ()  # host paths bound read-only at the same place
+    read_only: tuple[tuple[str, str], ...] = ()  # (host path, sandbox path) bound read-only
     # (target, link) as on the host, e.g. (usr/lib, /lib)
     symlinks: tuple[tuple[str, str], ...] = ()
     bwrap: str | None = None
     setpriv: str | None = None  # drops root to nobody before bubblewrap
     cgroups: CgroupLayout | None = None
     seccomp: bytes | None = None  # the BPF program (sandbox_seccomp); None where no table fits
+    hidden: tuple[str, ...] = ()  # folders of the view covered by an empty read-only one
     proc_masks: tuple[str, ...] = ()  # /proc files covered by an empty one (sandbox_view)
     warmth: PageCacheWarmth | None = field(default=None, compare=False, repr=False)
     description: str = ""
@@ -125,10 +126,12 @@ def bwrap_argv(
         "--hostname",
         "sandbox",
     ]
-    for path in setup.read_only:
-        argv += ["--ro-bind", path, path]
+    for source, destination in setup.read_only:
+        argv += ["--ro-bind", source, destination]
     for target, link in setup.symlinks:
         argv += ["--symlink", target, link]
+    for path in setup.hidden:
+        argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
     argv += ["--proc", "/proc"]
     for fd, path in zip(mask_fds, setup.proc_masks, strict=True):
         argv += ["--ro-bind-data", str(fd), path]

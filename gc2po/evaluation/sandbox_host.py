@@ -136,7 +136,7 @@ def _probe_bubblewrap_once() -> SandboxSetup | str:
     except SandboxUnavailable as error:
         return str(error)
     arch = host_arch()
-    read_only, symlinks = read_only_view(interpreter, view["paths"], view["mapped"])
+    read_only, symlinks, hidden = read_only_view(interpreter, view["paths"], view["mapped"])
     setup = SandboxSetup(
         "bubblewrap",
         interpreter,
@@ -146,8 +146,9 @@ def _probe_bubblewrap_once() -> SandboxSetup | str:
         bwrap,
         setpriv,
         seccomp=None if arch is None else seccomp_program(arch),
+        hidden=hidden,
         proc_masks=proc_masks(),
-        warmth=PageCacheWarmth(view_files(read_only), eviction_sources()),
+        warmth=PageCacheWarmth(view_files(read_only, hidden), eviction_sources()),
     )
     trial = _trial_run(setup, TRIAL.format(modules=view["modules"]))
     if trial.returncode != 0 or not trial.stdout.endswith(b"sandbox ok\n"):

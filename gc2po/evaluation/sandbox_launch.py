@@ -101,7 +101,8 @@ def run_contained(setup: SandboxSetup, message: dict, limits: Limits) -> RawRun:
         run = RawRun(process.returncode, bytes(output), bytes(verdict), timed_out, problem=problem)
         if cgroup is not None:
             run.memory_peak_bytes = cgroup.memory_peak_bytes()
-            run.problem, cgroup = run.problem or cgroup.remove(), None
+            removal, cgroup = cgroup.remove(), None
+            run.problem = run.problem or removal
         return run
     finally:
         if process is not None:

@@ -5,8 +5,9 @@ Every sample reads the same files, so their page cache is shared: a sample that 
 page, or tell whether one is cached, could leave a message for the next sample (one bit a page).
 The seccomp filter refuses the calls that evict or probe (``sandbox_seccomp``); what is left is
 timing a read, which tells only whether a page was cached. So the view is small (the
-interpreter, its standard library, the shared objects it and its extension modules load, as
-found by a trial run, not the whole of /usr/lib) and every page of it is read into the cache
+interpreter, its standard library less installed packages, the shared objects and locale files
+it and its extension modules map, as found by a trial run, not the whole of /usr/lib) and every
+page of it is read into the cache
 before the first sample and again whenever the kernel may have dropped some since: its reclaim
 and drop_caches counters (``/proc/vmstat``) and those of the grader's own memory cgroup, where
 a limit would reclaim without the global counters moving (v2 ``memory.stat`` pgsteal, v1
@@ -14,11 +15,18 @@ a limit would reclaim without the global counters moving (v2 ``memory.stat`` pgs
 forced by a limit on an ancestor cgroup the grader cannot see, and host processes evicting
 these files themselves. Host facts that /proc shows to any namespace (kernel command line,
 boot id, load, memory, host task and disk counters) are covered by empty files.
+
+Bubblewrap reads the whole mount table for every bind (a cost that grows with their number), so
+the single files are laid out once per grader process in a private folder (hard links where the
+file system allows, else copies; removed at exit) and bound a folder at a time.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import threading
 
 # /proc files covered by an empty file in the sandbox (those this kernel has)
@@ -49,6 +57,7 @@ PROC_MASKS = (
 # counters that grow whenever the kernel may drop page cache: (file, line prefixes)
 GLOBAL_EVICTIONS = ("/proc/vmstat", ("pgsteal_", "drop_pagecache"))  # reclaim, drop_caches
 LIBRARY_DIRS = ("/lib64", "/lib", "/usr/lib64")  # where the loader looks, besides a file's own dir
+PACKAGE_DIRS = ("site-packages", "dist-packages")  # installed packages: hidden, never needed
 
 
 def proc_masks(proc: str = "/proc") -> tuple[str, ...]:
@@ -71,32 +80,69 @@ def _names_of(files: set[str]) -> set[str]:
     return found
 
 
+def _outermost(paths) -> list[str]:
+    paths = sorted(set(paths))
+    return [p for p in paths if not any(p.startswith(o.rstrip("/") + "/") for o in paths)]
+
+
+def stage(entries: set[str], folders: list[str]) -> str:
+    """A private folder (readable by the sandbox user, removed at exit) holding ``entries`` at
+    their own paths below it: regular files as hard links or copies, links as the same links;
+    with an empty folder where each of ``folders`` is bound over it."""
+    staging = tempfile.mkdtemp(prefix="gc2po-sandbox-view-")
+    atexit.register(shutil.rmtree, staging, ignore_errors=True)
+    os.chmod(staging, 0o755)
+    for path in sorted(entries):
+        target = staging + path
+        os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+        if os.path.islink(path):
+            os.symlink(os.readlink(path), target)
+            continue
+        try:
+            os.link(path, target)
+        except OSError:  # another file system, or a file this user may not link
+            shutil.copy2(path, target)
+    for folder in folders:
+        os.makedirs(staging + folder, mode=0o755, exist_ok=True)
+    return staging
+
+
 def read_only_view(
     interpreter: str, paths: list[str], mapped: list[str]
-) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """(host paths bound read-only at the same place, (target, link) symlinks as on the host):
-    the interpreter, its module directories (``paths``), and the files a trial run mapped
-    (``mapped``: shared objects, locale) outside them, each under every name the loader uses."""
-    folders = sorted({os.path.realpath(p) for p in paths})
-    folders = [p for p in folders if not any(p.startswith(o.rstrip("/") + "/") for o in folders)]
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(``(host path, sandbox path)`` bound read-only, parents first; ``(target, link)``
+    symlinks as on the host; folders covered by an empty one): the interpreter's module
+    directories (``paths``) less the installed packages in them, and the interpreter and the
+    files a trial run mapped (``mapped``: shared objects, locale) outside them, each under every
+    name the loader uses, staged (``stage``) and bound by their folders."""
+    folders = _outermost(os.path.realpath(p) for p in paths)
     inside = tuple(f.rstrip("/") + "/" for f in folders)
     files = {os.path.realpath(f) for f in [interpreter, *mapped] if os.path.isfile(f)}
-    files = {f for f in _names_of(files) if not f.startswith(inside)}
+    entries = {f for f in _names_of(files) if not f.startswith(inside)}
+    staged = _outermost(os.path.dirname(f) for f in entries)
+    staging = stage(entries, [f for f in folders if f.startswith(tuple(d + "/" for d in staged))])
+    binds = sorted(
+        [(staging + d, d) for d in staged] + [(f, f) for f in folders], key=lambda b: b[1]
+    )
     symlinks = []
     for top in ("/lib", "/lib64", "/lib32", "/libx32"):
         if os.path.islink(top):
             symlinks.append((os.readlink(top), top))
-    return tuple(sorted({*folders, *files})), tuple(symlinks)
+    hidden = [os.path.join(f, name) for f in folders for name in PACKAGE_DIRS]
+    hidden = [path for path in hidden if os.path.isdir(path) and not os.path.islink(path)]
+    return tuple(binds), tuple(symlinks), tuple(hidden)
 
 
-def view_files(read_only: tuple[str, ...]) -> tuple[str, ...]:
-    """Every regular file of the view (what the page cache must hold)."""
+def view_files(binds, hidden: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Every regular file of the view (``binds``: ``(host path, sandbox path)``): what the page
+    cache must hold."""
     found = []
-    for path in read_only:
+    for path, _ in binds:
         if os.path.isfile(path):
             found.append(os.path.realpath(path))
             continue
-        for root, _, names in os.walk(path):
+        for root, dirs, names in os.walk(path):
+            dirs[:] = [d for d in dirs if os.path.join(root, d) not in hidden]
             found += [os.path.join(root, name) for name in names]
     return tuple(sorted({f for f in found if os.path.isfile(f) and not os.path.islink(f)}))
 
