@@ -24,6 +24,7 @@ file system allows, else copies; removed at exit) and bound a folder at a time.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import shutil
 import tempfile
@@ -85,7 +86,8 @@ def _outermost(paths) -> list[str]:
     return [p for p in paths if not any(p.startswith(o.rstrip("/") + "/") for o in paths)]
 
 
-def stage(entries: set[str], folders: list[str]) -> str:
+@functools.cache  # once per process: a setup probed again (bubblewrap failed) reuses it
+def stage(entries: frozenset[str], folders: tuple[str, ...]) -> str:
     """A private folder (readable by the sandbox user, removed at exit) holding ``entries`` at
     their own paths below it: regular files as hard links or copies, links as the same links;
     with an empty folder where each of ``folders`` is bound over it."""
@@ -120,7 +122,8 @@ def read_only_view(
     files = {os.path.realpath(f) for f in [interpreter, *mapped] if os.path.isfile(f)}
     entries = {f for f in _names_of(files) if not f.startswith(inside)}
     staged = _outermost(os.path.dirname(f) for f in entries)
-    staging = stage(entries, [f for f in folders if f.startswith(tuple(d + "/" for d in staged))])
+    covered = tuple(f for f in folders if f.startswith(tuple(d + "/" for d in staged)))
+    staging = stage(frozenset(entries), covered)
     binds = sorted(
         [(staging + d, d) for d in staged] + [(f, f) for f in folders], key=lambda b: b[1]
     )
