@@ -8,6 +8,7 @@ Eval config (YAML; see ``config/examples/eval_*.yaml``)::
     n_per_benchmark: {aime2024: 16}  # optional overrides of sampling.n
     budgets: [256, 512, 1024]        # optional token-budget curve
     batch_size: 32
+    max_grader_errors: 0             # samples the grader may fail to grade (optional, default 0)
     output_dir: results/eval         # relative to the working directory
     benchmarks:                      # per benchmark: a local file (path, relative to this config)
                                      # or the Hub
@@ -65,6 +66,7 @@ TOP_LEVEL_CHECKS = {
         "a list of integers >= 1 (or null: no budget curve)",
     ),
     "batch_size": (lambda v: _positive_int(v), "an integer >= 1"),
+    "max_grader_errors": (lambda v: _positive_int(v, 0), "an integer >= 0"),
     "output_dir": (lambda v: isinstance(v, str) and v.strip() != "", "a folder path"),
     "benchmarks": (lambda v: isinstance(v, dict), "a mapping of benchmark -> {path, limit, seed}"),
 }
@@ -116,6 +118,7 @@ def validate_config(config, config_path: str) -> dict:
         "n_per_benchmark": {},
         "budgets": None,
         "batch_size": 32,
+        "max_grader_errors": 0,
         "output_dir": "results/eval",
         "benchmarks": {},
         **config,
@@ -263,6 +266,7 @@ def run_eval(
             batch_size=config["batch_size"],
             progress_factory=progress,
             log=lambda *a: None,
+            max_grader_errors=config["max_grader_errors"],
         )
     except OSError as err:  # a model folder or Hub id that loads with an error
         raise ValueError(f"--model: cannot load {model!r}: {err}") from err

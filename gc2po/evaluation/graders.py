@@ -213,9 +213,30 @@ CODE_GRADER = "code"  # runs the record's tests in the sandbox (gc2po.evaluation
 GRADER_KINDS = (*GRADERS, CODE_GRADER)
 
 
+def check_graders_run(records: list[dict]) -> None:
+    """Raise before any work where a record's grader cannot run on this machine (the code grader
+    without a sandbox: SandboxUnavailable, naming why)."""
+    if any(record.get("meta", {}).get("grader") == CODE_GRADER for record in records):
+        from gc2po.evaluation.sandbox import sandbox_description
+
+        sandbox_description()
+
+
+def grade_fields(record: dict, completion: str) -> dict:
+    """``{"correct": grade_record(...)}``, or the fields of a sample the grader could not grade
+    (``status: "error"``, ``correct`` None: a grader error is never a wrong answer)."""
+    from gc2po.evaluation.grading_errors import GraderError, error_fields
+
+    try:
+        return {"correct": grade_record(record, completion)}
+    except GraderError as error:
+        return error_fields(error)
+
+
 def grade_record(record: dict, completion: str) -> bool:
     """A benchmark record's grade, by its ``meta.grader`` (math when absent): the one grading of
-    non-testbed records, for evaluation and for the training reward alike."""
+    non-testbed records, for evaluation and for the training reward alike. Raises GraderError
+    where the grader could not give a verdict (the code sandbox)."""
     meta = record.get("meta", {})
     kind = meta.get("grader", "math")
     if kind == CODE_GRADER:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gc2po.evaluation.grading_errors import check_graded
 from gc2po.reporting.layout import RunDir
 
 COLUMNS = ["step", "benchmark", "accuracy", "problems", "samples", "model"]
@@ -37,6 +38,8 @@ def accuracy_from_samples(path: str | Path, problem_ids: list[str]) -> tuple[flo
     """(mean correctness, samples) of a per-sample evaluation file over ``problem_ids``."""
     wanted = set(problem_ids)
     samples = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    for row, sample in enumerate(samples, 1):
+        check_graded(sample, f"{path}: row {row}")
     correct = [bool(s["correct"]) for s in samples if s["problem_id"] in wanted]
     seen = len({s["problem_id"] for s in samples} & wanted)
     if seen != len(wanted):
@@ -78,6 +81,8 @@ def learning_curve(
         engine = load_backend(backend, model, batch_size=batch_size)
         for name, records in benchmarks.items():
             _, samples = generate_and_grade(engine, records, task, sampling)
+            for sample in samples:
+                check_graded(sample, f"{model} on {name}")
             rows.append(
                 {
                     "step": step,

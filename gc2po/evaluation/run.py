@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING
 
 from gc2po.data.prompts import record_messages
 from gc2po.data.tasks import BENCHMARK, TESTBED
+from gc2po.evaluation import grading_errors as errors
 from gc2po.evaluation import provenance
+from gc2po.evaluation.graders import check_graders_run
 from gc2po.reporting.layout import EvalFile, summary_path
 from gc2po.reporting.stats import bootstrap_ci, problem_pass_at_1
 
@@ -54,7 +56,7 @@ def prompts_for(records: list[dict], task: str) -> list[list[dict]]:
 
 
 def grader_for(task: str, p_threshold: float = 0.5) -> Callable[[dict, str], dict]:
-    """(record, completion) -> {"correct": bool, ...extra fields}."""
+    """(record, completion) -> {"correct": bool, ...extra fields} (or a grader error's fields)."""
     if task == TESTBED:
         from gc2po.testbed.generator import Problem
         from gc2po.testbed.oracle import grade
@@ -69,26 +71,23 @@ def grader_for(task: str, p_threshold: float = 0.5) -> Callable[[dict, str], dic
             }
 
         return grade_testbed
-    from gc2po.evaluation.graders import grade_record
+    from gc2po.evaluation.graders import grade_fields
 
-    return lambda record, completion: {"correct": grade_record(record, completion)}
+    return grade_fields
 
 
 def sample_records(records, generations: list[Generation], grade) -> list[dict]:
-    out = []
-    for g in generations:
-        record = records[g.prompt_index]
-        out.append(
-            {
-                "problem_id": record["id"],
-                "sample_index": g.sample_index,
-                "completion": g.text,
-                "tokens": g.num_tokens,
-                "finished": g.finished,
-                **grade(record, g.text),
-            }
-        )
-    return out
+    return [
+        {
+            "problem_id": records[g.prompt_index]["id"],
+            "sample_index": g.sample_index,
+            "completion": g.text,
+            "tokens": g.num_tokens,
+            "finished": g.finished,
+            **grade(records[g.prompt_index], g.text),
+        }
+        for g in generations
+    ]
 
 
 def generate_and_grade(
@@ -101,6 +100,8 @@ def generate_and_grade(
 ) -> tuple[list[Generation], list[dict]]:
     """Sample ``sampling.n`` completions per record and grade each: (generations,
     sample records)."""
+    if task != TESTBED:  # a grader that cannot run here fails before any generation
+        check_graders_run(records)
     generations = backend.generate(prompts_for(records, task), sampling, progress=progress)
     return generations, sample_records(records, generations, grader_for(task, p_threshold))
 
@@ -125,20 +126,14 @@ def evaluate_split(backend, problems: list, sampling, p_threshold: float = 0.5) 
 
 
 def budget_curve(
-    backend,
-    records,
-    prompts,
-    generations: list[Generation],
-    budgets: list[int],
-    task: str,
-    grade,
-    answer_tokens: int = 12,
+    backend, records, generations: list[Generation], budgets: list[int], task: str, answer_tokens=12
 ) -> list[dict]:
-    """Accuracy when every trajectory is cut at B tokens and an answer is forced (greedy)."""
+    """Accuracy (of the graded completions) when every trajectory is cut at B tokens and an
+    answer is forced (greedy)."""
     from gc2po.evaluation.backends import SamplingConfig, render_prompts
 
-    tokenizer = backend.tokenizer
-    texts = render_prompts(tokenizer, prompts)
+    tokenizer, grade = backend.tokenizer, grader_for(task)
+    texts = render_prompts(tokenizer, prompts_for(records, task))
     rows = []
     for budget in budgets:
         forced_prompts, heads = [], []
@@ -156,15 +151,17 @@ def budget_curve(
             if forced_prompts
             else []
         )
-        correct = 0
+        grades = []
         for g, (head, slot) in zip(generations, heads):
             completion = g.text if slot is None else head + FORCE_ANSWER[task] + forced[slot].text
-            correct += grade(records[g.prompt_index], completion)["correct"]
+            grades.append(grade(records[g.prompt_index], completion))
+        graded = [fields["correct"] for fields in grades if not errors.is_error(fields)]
         rows.append(
             {
                 "budget": budget,
-                "accuracy": correct / max(1, len(generations)),
+                "accuracy": sum(graded) / max(1, len(graded)),
                 "samples": len(generations),
+                "grader_errors": errors.error_summary(grades),
             }
         )
     return rows
@@ -200,16 +197,21 @@ def evaluate(
     budgets: list[int] | None = None,
     progress=None,
     provenance_fields: dict | None = None,
+    max_grader_errors: int = 0,
 ) -> dict:
-    """Generate, grade and write ``out_path`` (per-sample JSONL) and ``out_path``.summary.json."""
+    """Generate, grade and write ``out_path`` (per-sample JSONL) and ``out_path``.summary.json;
+    then fail if the samples, or a budget curve's completions, hold more than
+    ``max_grader_errors`` grader errors (``grading_errors``; pass@1 is over the graded ones)."""
     generations, samples = generate_and_grade(backend, records, task, sampling, progress=progress)
     n = max(1, len(samples))
+    graded = [s for s in samples if not errors.is_error(s)]
     summary = {
         "problems": len(records),
         "samples": len(samples),
         "n": sampling.n,
-        "pass@1": sum(s["correct"] for s in samples) / n,
-        "pass@1_ci95": pass_at_1_ci(samples) if samples else None,
+        "pass@1": sum(s["correct"] for s in graded) / len(graded) if graded else None,
+        "pass@1_ci95": pass_at_1_ci(graded) if graded else None,
+        "grader_errors": errors.error_summary(samples),
         "mean_tokens": sum(s["tokens"] for s in samples) / n,
         "protocol": protocol_of(
             sampling, getattr(backend, "name", type(backend).__name__), task, records
@@ -221,21 +223,15 @@ def evaluate(
 
         summary.update(testbed_metrics(samples))
     if budgets:
-        summary["budget_curve"] = budget_curve(
-            backend,
-            records,
-            prompts_for(records, task),
-            generations,
-            budgets,
-            task,
-            grader_for(task),
-        )
+        summary["budget_curve"] = budget_curve(backend, records, generations, budgets, task)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_path.with_suffix(out_path.suffix + ".tmp")
     tmp.write_text("".join(json.dumps(s) + "\n" for s in samples))
     tmp.replace(out_path)
     summary_path(out_path).write_text(json.dumps(summary, indent=2))
+    for part in [summary, *summary.get("budget_curve", [])]:
+        errors.check_error_budget(part["grader_errors"], max_grader_errors, str(out_path))
     return summary
 
 
@@ -252,6 +248,7 @@ def evaluate_model(
     batch_size: int = 32,
     progress_factory=None,
     log=print,
+    max_grader_errors: int = 0,
 ) -> list[dict]:
     """Load ``model`` once and evaluate it on every benchmark (the token-budget curve on the
     first); each summary records the key, the model path, the data's sha256, the code and the
@@ -287,10 +284,11 @@ def evaluate_model(
             budgets=budgets if i == 0 else None,
             progress=progress,
             provenance_fields={**base_fields, "benchmark": bench.name, "data": bench.data},
+            max_grader_errors=max_grader_errors,
         )
         log(
-            f"{bench.name}: pass@1 {summary['pass@1']:.4f} {summary['pass@1_ci95']} -> "
-            f"{bench.out_path}"
+            f"{bench.name}: pass@1 {summary['pass@1']} {summary['pass@1_ci95']}, "
+            f"{summary['grader_errors']['count']} grader errors -> {bench.out_path}"
         )
         summaries.append(summary)
     return summaries

@@ -15,6 +15,11 @@ A HumanEval sample passes only on the verdict of the trusted test harness (``san
 which runs the test code in its own process, calls the candidate's function in another one over
 pipes, and reports through a pipe only it holds; the exit status never decides. Where bubblewrap
 cannot run, code is refused (``SandboxUnavailable``) unless the weaker mode is asked for.
+
+A run that failed for a reason outside the candidate (its cgroup, bubblewrap, seccomp, the limits
+or the interpreter failing before the harness ran, processes outliving it, the grader's own
+failure) has status ``error`` and an ``error_kind`` (``gc2po.evaluation.grading_errors``):
+``grade_code`` raises it as a ``GraderError``, never returns it as a wrong answer.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gc2po.evaluation.code_extraction import extract_code
-from gc2po.evaluation.sandbox_command import Limits, SandboxSetup
+from gc2po.evaluation.grading_errors import GraderError
+from gc2po.evaluation.sandbox_command import Limits
+from gc2po.evaluation.sandbox_harness import STARTED
 from gc2po.evaluation.sandbox_host import WEAK_ENV, SandboxUnavailable, sandbox_setup
-from gc2po.evaluation.sandbox_launch import RawRun, run_contained
+from gc2po.evaluation.sandbox_launch import CGROUP_ENTRY_FAILED, RawRun, run_contained
 
 __all__ = [
     "WEAK_ENV",
+    "GraderError",
     "SandboxResult",
     "SandboxUnavailable",
     "extract_code",
@@ -48,6 +56,7 @@ class SandboxResult:
     output: str  # the first ``max_output_bytes`` of stdout + stderr
     reason: str = ""  # why it failed (or what the harness reported)
     memory_peak_bytes: int | None = None  # of the whole sample, where it ran in a cgroup
+    error_kind: str = ""  # for status "error": a key of grading_errors.ERROR_KINDS
 
 
 def sandbox_description(allow_weak_sandbox: bool = False) -> str:
@@ -55,38 +64,77 @@ def sandbox_description(allow_weak_sandbox: bool = False) -> str:
     return sandbox_setup(allow_weak_sandbox).description
 
 
-def _contained(
-    message: dict, limits: dict, allow_weak_sandbox: bool, with_verdict: bool
-) -> tuple[RawRun | None, str]:
-    """Run one sample; (None, reason) when the grader itself failed on it: that is the sample's
-    failed verdict, never an exception that stops an evaluation."""
-    checked = Limits(
-        **limits
-    )  # unknown names raise TypeError, bad values ValueError: before any work
-    setup: SandboxSetup = sandbox_setup(allow_weak_sandbox)
+def _contained(message: dict, limits: dict, allow_weak_sandbox: bool) -> RawRun | GraderError:
+    """Run one sample, or the GraderError that kept the grader from running it (returned: one
+    sample's error never stops an evaluation here). Bad limits and SandboxUnavailable raise."""
+    checked = Limits(**limits)  # unknown names raise TypeError, bad values ValueError
+    setup = sandbox_setup(allow_weak_sandbox)
     try:
-        return run_contained(setup, message, checked, with_verdict), ""
-    except Exception as error:  # noqa: BLE001
-        return None, f"grader error: {type(error).__name__}: {error}"
+        return run_contained(setup, message, checked)
+    except GraderError as error:
+        return error
+    except Exception as error:  # noqa: BLE001 - the grader's own failure, on this sample
+        return GraderError("grader", f"{type(error).__name__}: {error}")
 
 
 def _output(run: RawRun) -> str:
     return run.output.decode("utf-8", "replace")
 
 
+def _read_verdict(raw: bytes) -> tuple[bool, str | None, str]:
+    """(started, outcome, reason) of the verdict pipe (sandbox_harness): outcome is passed,
+    failed or error, or None where the harness wrote none."""
+    started = raw.startswith(STARTED)
+    outcome, _, reason = raw.removeprefix(STARTED).decode("utf-8", "replace").partition("\n")
+    if outcome == "error" or (started and outcome in ("passed", "failed")):
+        return started, outcome, reason
+    return started, None, ""
+
+
+def _not_graded(run: RawRun, timeout: float) -> GraderError | None:
+    """Why a run says nothing about its sample, or None: a failure before any of the sample's
+    code ran (so its output is bubblewrap's or the interpreter's own), or processes that
+    outlived it."""
+    if run.problem:
+        return GraderError("cleanup", run.problem)
+    started, outcome, reason = _read_verdict(run.verdict)
+    if outcome == "error":
+        return GraderError("start", reason)
+    if started:
+        return None
+    said = _output(run).strip()[-500:]
+    if run.timed_out:
+        return GraderError("start", f"the sandbox did not start within {timeout} s: {said}")
+    if run.returncode == CGROUP_ENTRY_FAILED:
+        return GraderError("cgroup", f"cannot enter the sample's cgroup: {said}")
+    return GraderError(
+        "start", f"the sandbox ended before the sample ran (exit status {run.returncode}): {said}"
+    )
+
+
+def _error(error: GraderError, run: RawRun | None = None) -> SandboxResult:
+    if run is None:
+        return SandboxResult(False, "error", None, "", error.reason, error_kind=error.kind)
+    return SandboxResult(
+        False,
+        "error",
+        run.returncode,
+        _output(run),
+        error.reason,
+        run.memory_peak_bytes,
+        error.kind,
+    )
+
+
 def run_python(program: str, *, allow_weak_sandbox: bool = False, **limits) -> SandboxResult:
     """Run a whole program as ``__main__`` in the sandbox. ``passed`` is "exited with status 0
     within the limits": a run status, not a grade (a program can exit 0 without doing its work;
     grade model code with ``run_humaneval``/``grade_code``)."""
-    run, problem = _contained(
-        {"role": "script", "program": program}, limits, allow_weak_sandbox, False
-    )
-    if run is None:
-        return SandboxResult(False, "error", None, "", problem)
-    if run.problem:
-        return SandboxResult(
-            False, "error", run.returncode, _output(run), run.problem, run.memory_peak_bytes
-        )
+    run = _contained({"role": "script", "program": program}, limits, allow_weak_sandbox)
+    if isinstance(run, GraderError):
+        return _error(run)
+    if (error := _not_graded(run, Limits(**limits).timeout)) is not None:
+        return _error(error, run)
     if run.timed_out:
         return SandboxResult(
             False, "timeout", None, _output(run), "wall-clock limit", run.memory_peak_bytes
@@ -100,12 +148,6 @@ def run_python(program: str, *, allow_weak_sandbox: bool = False, **limits) -> S
         f"exit status {run.returncode}",
         run.memory_peak_bytes,
     )
-
-
-def _parse_verdict(raw: bytes) -> tuple[bool, str] | None:
-    """(passed, reason) from the harness's ``passed|failed\\nreason``, or None."""
-    outcome, _, reason = raw.decode("utf-8", "replace").partition("\n")
-    return (outcome == "passed", reason) if outcome in ("passed", "failed") else None
 
 
 def run_humaneval(
@@ -126,24 +168,20 @@ def run_humaneval(
         "test": test,
         "entry_point": entry_point,
     }
-    run, problem = _contained(message, limits, allow_weak_sandbox, True)
-    if run is None:
-        return SandboxResult(False, "error", None, "", problem)
-    verdict = _parse_verdict(run.verdict)
-    if run.problem:
-        status, reason = "error", run.problem
-    elif verdict is not None:
-        status, reason = ("passed" if verdict[0] else "failed"), verdict[1]
+    run = _contained(message, limits, allow_weak_sandbox)
+    if isinstance(run, GraderError):
+        return _error(run)
+    timeout = Limits(**limits).timeout
+    if (error := _not_graded(run, timeout)) is not None:
+        return _error(error, run)
+    _, outcome, reason = _read_verdict(run.verdict)
+    if outcome is not None:
+        status = outcome
     elif run.timed_out:
-        status, reason = (
-            "timeout",
-            f"no verdict within the wall-clock limit of {Limits(**limits).timeout} s",
-        )
+        status, reason = "timeout", f"no verdict within the wall-clock limit of {timeout} s"
     else:
-        status, reason = (
-            "failed",
-            f"no verdict from the test harness (sandbox exit status {run.returncode})",
-        )
+        status = "failed"
+        reason = f"no verdict from the test harness (sandbox exit status {run.returncode})"
     return SandboxResult(
         status == "passed",
         status,
@@ -166,14 +204,18 @@ _META_KEYS = ("prompt", "test", "entry_point")
 
 def grade_code(completion: str, meta: dict, **limits) -> bool:
     """HumanEval-style grading of a model completion (``meta``: the record's prompt, test and
-    entry_point). Raises only on bad input or a machine where the sandbox cannot run."""
+    entry_point). Raises on bad input, and GraderError (SandboxUnavailable included) where the
+    grader could not give a verdict: a grader error is never a wrong answer."""
     if not isinstance(completion, str):
         raise TypeError(f"completion must be a str, got {type(completion).__name__}")
     missing = [key for key in _META_KEYS if not isinstance(meta.get(key), str)]
     if missing:
         raise ValueError(f"code problem meta lacks string field(s) {missing} (has {sorted(meta)})")
     code = extract_code(completion, meta["prompt"])
-    return run_humaneval(meta["prompt"], code, meta["test"], meta["entry_point"], **limits).passed
+    result = run_humaneval(meta["prompt"], code, meta["test"], meta["entry_point"], **limits)
+    if result.status == "error":
+        raise GraderError(result.error_kind, result.reason)
+    return result.passed
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

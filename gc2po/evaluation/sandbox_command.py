@@ -7,11 +7,12 @@ process sets, the bubblewrap and interpreter command line, and the message the s
 from __future__ import annotations
 
 import marshal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gc2po.evaluation import sandbox_harness, sandbox_wire
 from gc2po.evaluation.sandbox_cgroup import CgroupLayout
+from gc2po.evaluation.sandbox_view import PageCacheWarmth
 
 NOBODY = 65534
 TMPFS_MB = 64  # the sample's only writable place, /tmp
@@ -70,13 +71,16 @@ class SandboxSetup:
     mode: str
     interpreter: str
     as_nobody: bool  # the grader is root: samples run as nobody
-    read_only: tuple[str, ...] = ()  # host paths bound read-only at the same place
+    read_only: tuple[tuple[str, str], ...] = ()  # (host path, sandbox path) bound read-only
     # (target, link) as on the host, e.g. (usr/lib, /lib)
     symlinks: tuple[tuple[str, str], ...] = ()
     bwrap: str | None = None
     setpriv: str | None = None  # drops root to nobody before bubblewrap
     cgroups: CgroupLayout | None = None
     seccomp: bytes | None = None  # the BPF program (sandbox_seccomp); None where no table fits
+    hidden: tuple[str, ...] = ()  # folders of the view covered by an empty read-only one
+    proc_masks: tuple[str, ...] = ()  # /proc files covered by an empty one (sandbox_view)
+    warmth: PageCacheWarmth | None = field(default=None, compare=False, repr=False)
     description: str = ""
 
     def rlimits(self, limits: Limits) -> dict:
@@ -101,8 +105,14 @@ def nobody(as_nobody: bool) -> dict:
     return dict(user=NOBODY, group=NOBODY, extra_groups=[]) if as_nobody else {}
 
 
-def bwrap_argv(setup: SandboxSetup, seccomp_fd: int | None) -> list[str]:
-    """The command line; ``seccomp_fd`` (inherited by bubblewrap) holds ``setup.seccomp``."""
+def bwrap_argv(
+    setup: SandboxSetup, seccomp_fd: int | None, info_fd: int | None = None, mask_fds=()
+) -> list[str]:
+    """The command line; ``seccomp_fd`` (inherited by bubblewrap) holds ``setup.seccomp``,
+    ``info_fd`` gets bubblewrap's report of the sandbox's init (its host pid), ``mask_fds`` (one
+    per ``setup.proc_masks``) are empty. The interpreter runs as the sandbox's pid 1
+    (``--as-pid-1``): the harness is its init, non-dumpable, so no sample can write its memory or
+    take its descriptors, and when it exits the kernel kills every process of the sample."""
     argv = [
         setup.bwrap,
         "--unshare-all",
@@ -110,18 +120,22 @@ def bwrap_argv(setup: SandboxSetup, seccomp_fd: int | None) -> list[str]:
         "--disable-userns",
         "--die-with-parent",
         "--new-session",
+        "--as-pid-1",
         "--cap-drop",
         "ALL",
         "--hostname",
         "sandbox",
     ]
-    for path in setup.read_only:
-        argv += ["--ro-bind", path, path]
+    for source, destination in setup.read_only:
+        argv += ["--ro-bind", source, destination]
     for target, link in setup.symlinks:
         argv += ["--symlink", target, link]
+    for path in setup.hidden:
+        argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
+    argv += ["--proc", "/proc"]
+    for fd, path in zip(mask_fds, setup.proc_masks, strict=True):
+        argv += ["--ro-bind-data", str(fd), path]
     argv += [
-        "--proc",
-        "/proc",
         "--dev",
         "/dev",
         "--size",
@@ -150,6 +164,8 @@ def bwrap_argv(setup: SandboxSetup, seccomp_fd: int | None) -> list[str]:
     ]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
     if setup.as_nobody:
         argv = [
             setup.setpriv,

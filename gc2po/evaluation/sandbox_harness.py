@@ -9,16 +9,22 @@ dict of str, int, None and a list of the sources in ``marshal`` format 4, which 
 reads; only trusted code writes one) from its stdin, executes the sources and calls
 ``main(message)``. Roles:
 
-- ``harness`` (trusted): runs the benchmark's prompt (for its helper definitions) and test code, and
-  calls the candidate's function in a separate ``candidate`` process, one call per frame over two
-  pipes. Only the harness holds ``verdict_fd``, and it writes ``passed`` there only after
-  ``check(...)`` returned, so a candidate that exits, crashes or hangs fails. It makes itself
-  non-dumpable first, so the candidate (same uid) can neither trace it nor read its memory or fds.
+- ``harness`` (trusted, the sandbox's pid 1): runs the benchmark's prompt (for its helper
+  definitions) and test code, and calls the candidate's function in a separate ``candidate``
+  process, one call per frame over two pipes. Only the harness holds ``verdict_fd``, and it writes
+  ``passed`` there only after ``check(...)`` returned, so a candidate that exits, crashes or hangs
+  fails. It makes itself non-dumpable first, so the candidate (same uid) can neither trace it nor
+  read or write its memory or take its fds.
 - ``candidate`` (untrusted from the moment it executes the completion): defines the function and
   answers calls. Arguments and answers cross as ``repr`` text decoded by ``decode_literal``, which
   builds only plain literals: an object whose ``__eq__`` always says True cannot cross.
 - ``script``: runs a whole program as ``__main__`` (``run_python``; its exit status is
   not a verdict).
+
+The verdict pipe says where a run ended: ``STARTED`` is written once the limits are set, before
+any of the sample's code exists, then ``passed|failed\nreason``; ``error\nreason`` (before or
+after ``STARTED``) is a failure that no code of the sample caused (limits the host refused, a
+candidate process that could not start): a grader error, not a wrong answer.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ BOOTSTRAP = (
 MARSHAL_VERSION = 4
 CANDIDATE_CALLS_FD, CANDIDATE_ANSWERS_FD = 3, 4
 PR_SET_DUMPABLE = 4
+STARTED = b"S"  # on the verdict pipe: the sandbox is set up, the sample's code may run from here
 
 
 def _above_targets(fd: int) -> int:
@@ -89,6 +96,10 @@ class Candidate:
         )
         for fd in (calls_read, answers_write, request_read):
             os.close(fd)
+        try:  # the candidate's end, even where a process it left behind holds its answer pipe
+            self.ended = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.ended = None  # Python < 3.9 or Linux < 5.3: the pipe's end of file only
         self.count, self.status = 0, None
         request = {
             "role": "candidate",
@@ -104,7 +115,7 @@ class Candidate:
         os.close(request_write)
 
     def receive(self) -> tuple[bytes, bytes]:
-        frame = receive_frame(self.answers)
+        frame = receive_frame(self.answers, self.ended)
         if frame is None:
             raise CandidateError(f"the candidate's process ended ({self.kill()})")
         return frame
@@ -175,20 +186,18 @@ def check_candidate(message: dict, candidate: Candidate) -> str:
     return f"passed\ncheck({entry_point}) returned after {candidate.count} calls"
 
 
-def run_harness(message: dict) -> None:
-    verdict_fd = message["verdict_fd"]
-    os.set_inheritable(verdict_fd, False)
-    candidate = None
+def run_harness(message: dict, verdict_fd: int) -> None:
     try:
-        make_undumpable()  # before the candidate exists
         candidate = Candidate(message)
+    except BaseException as error:  # noqa: BLE001 - no candidate code ran: not its failure
+        write_all(verdict_fd, f"error\nthe candidate could not start: {describe(error)}".encode())
+        return
+    try:
         verdict = check_candidate(message, candidate)
     except BaseException as error:  # noqa: BLE001 - any failure is the sample's failed verdict
         verdict = f"failed\n{describe(error)}"
-    if candidate is not None:
-        candidate.kill()
+    candidate.kill()
     write_all(verdict_fd, verdict.encode("utf-8", "replace"))
-    os.close(verdict_fd)
 
 
 def flush_output() -> None:
@@ -248,10 +257,30 @@ def apply_limits(limits: dict) -> None:
             resource.setrlimit(getattr(resource, name), (value, value))
 
 
-def main(message: dict) -> None:
+def set_up(message: dict) -> None:
     apply_limits(message["limits"])
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)  # big integers cross as repr text
-    {"harness": run_harness, "candidate": run_candidate, "script": run_script}[message["role"]](
-        message
-    )
+    if message["role"] == "harness":
+        make_undumpable()  # before the candidate exists
+
+
+def main(message: dict) -> None:
+    if message["role"] == "candidate":
+        set_up(message)
+        run_candidate(message)
+        return
+    verdict_fd = message["verdict_fd"]
+    os.set_inheritable(verdict_fd, False)
+    try:
+        set_up(message)
+    except BaseException as error:  # noqa: BLE001 - no sample code ran yet: a grader error
+        write_all(verdict_fd, f"error\nsandbox setup: {describe(error)}".encode())
+        return
+    write_all(verdict_fd, STARTED)
+    if message["role"] == "script":
+        os.close(verdict_fd)
+        run_script(message)
+    else:
+        run_harness(message, verdict_fd)
+        os.close(verdict_fd)

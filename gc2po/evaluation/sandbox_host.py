@@ -1,7 +1,7 @@
 """How the code sandbox is set up on this machine (found once per process, with one trial run):
-bubblewrap, the user samples run as, the interpreter and what it must see, cgroups or rlimits.
-The per-sample limits and the bubblewrap command line are ``sandbox_command``; ``sandbox_launch``
-runs samples with them."""
+bubblewrap, the user samples run as, the interpreter and what it must see (``sandbox_view``),
+cgroups or rlimits. The per-sample limits and the bubblewrap command line are
+``sandbox_command``; ``sandbox_launch`` runs samples with them."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import subprocess
 import sys
 from dataclasses import replace
 
+from gc2po.evaluation.grading_errors import GraderError
 from gc2po.evaluation.sandbox_cgroup import detect_cgroup_layout
 from gc2po.evaluation.sandbox_command import (
     Limits,
@@ -22,77 +23,89 @@ from gc2po.evaluation.sandbox_command import (
     nobody,
 )
 from gc2po.evaluation.sandbox_seccomp import host_arch, seccomp_pipe, seccomp_program
+from gc2po.evaluation.sandbox_view import (
+    PageCacheWarmth,
+    eviction_sources,
+    proc_masks,
+    read_only_view,
+    view_files,
+)
 
 INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")  # tried after the grader's own
 WEAK_ENV = "GC2PO_ALLOW_WEAK_SANDBOX"
-# what an interpreter loads from: its sys.path under -I -S, and LIBDIR (libpython, libffi, ...)
-PROBE = (
-    "import json, os, sys, sysconfig; paths = [*sys.path, "
-    "sysconfig.get_config_var('LIBDIR') or ''];"
-    "print(json.dumps({'version': sys.version_info[:2], 'paths': [p for p in paths if "
-    "os.path.isdir(p)]}))"
+# what an interpreter loads from: its sys.path under -I -S, and, after importing every extension
+# module it has (and libgcc_s, which glibc loads when a thread exits), the files it mapped
+PROBE = """
+import importlib, json, os, sys
+paths = [p for p in sys.path if os.path.isdir(p)]
+modules = []
+for folder in paths:
+    for name in sorted(os.listdir(folder)):
+        module = name.split(".")[0]
+        if name.endswith(".so") and module not in modules:
+            try:
+                importlib.import_module(module)
+                modules.append(module)
+            except Exception:
+                pass
+import ctypes
+try:
+    ctypes.CDLL("libgcc_s.so.1")
+except OSError:
+    pass
+with open("/proc/self/maps") as maps:
+    fields = [line.split(None, 5) for line in maps]
+mapped = sorted({f[5].strip() for f in fields if len(f) == 6 and f[5].startswith("/")})
+print(json.dumps({"version": sys.version_info[:2], "paths": paths, "modules": modules,
+                  "mapped": mapped}))
+"""
+# the trial run: the sandbox works, and every extension module imports in it
+TRIAL = (
+    "import importlib\nfor m in {modules!r}:\n    importlib.import_module(m)\nprint('sandbox ok')"
 )
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(GraderError):
     """Code cannot be run in the sandbox on this machine (and the weaker mode was not asked for)."""
 
+    def __init__(self, reason: str):
+        super().__init__("unavailable", reason)
 
-def _interpreter_paths(interpreter: str, as_nobody: bool) -> list[str] | None:
-    """The directories ``interpreter -I -S`` loads from,
-    or None when the sandbox user cannot run it."""
+
+def _interpreter_view(interpreter: str, as_nobody: bool) -> dict | None:
+    """What ``interpreter -I -S`` loads (PROBE's report), or None when the sandbox user cannot
+    run it."""
     try:
         done = subprocess.run(
             [interpreter, "-I", "-S", "-c", PROBE],
             capture_output=True,
+            stdin=subprocess.DEVNULL,
             text=True,
             timeout=60,
-            env={},
+            env={"LANG": "C.UTF-8"},  # the sandbox's locale: its files are mapped too
             cwd="/",
             **nobody(as_nobody),
         )
-        found = json.loads(done.stdout) if done.returncode == 0 else None
-    except (OSError, ValueError, subprocess.SubprocessError):
+        found = json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else None
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
         return None
-    return found["paths"] if found and tuple(found["version"]) >= (3, 9) else None
+    return found if found and tuple(found["version"]) >= (3, 9) else None
 
 
-def _find_interpreter(as_nobody: bool) -> tuple[str, list[str]]:
+def _find_interpreter(as_nobody: bool) -> tuple[str, dict]:
     tried = []
     for candidate in dict.fromkeys(
         [os.path.realpath(sys.executable), *map(os.path.realpath, INTERPRETERS)]
     ):
-        paths = _interpreter_paths(candidate, as_nobody) if os.path.isfile(candidate) else None
-        if paths is not None:
-            return candidate, paths
+        view = _interpreter_view(candidate, as_nobody) if os.path.isfile(candidate) else None
+        if view is not None:
+            return candidate, view
         tried.append(candidate)
     user = "nobody" if as_nobody else "this user"
     raise SandboxUnavailable(
         f"no Python >= 3.9 that {user} can run among {tried}; install python3 "
         f"(apt-get install python3-minimal) or make the grader's Python readable by {user}"
     )
-
-
-def _read_only_view(
-    interpreter: str, paths: list[str]
-) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """Bind the interpreter, its library directories and the C libraries; /lib* as on the host."""
-    wanted = [
-        interpreter,
-        *paths,
-        *(p for p in ("/usr/lib", "/usr/lib64", "/usr/lib32") if os.path.isdir(p)),
-    ]
-    symlinks = []
-    for top in ("/lib", "/lib64", "/lib32", "/libx32"):
-        if os.path.islink(top):
-            symlinks.append((os.readlink(top), top))
-        elif os.path.isdir(top):
-            wanted.append(top)
-    wanted = sorted({os.path.realpath(p) for p in wanted})
-    outermost = [
-        p for p in wanted if not any(p.startswith(other.rstrip("/") + "/") for other in wanted)
-    ]
-    return tuple(outermost), tuple(symlinks)
 
 
 def _probe_bubblewrap() -> SandboxSetup | str:
@@ -119,35 +132,26 @@ def _probe_bubblewrap_once() -> SandboxSetup | str:
     if as_nobody and setpriv is None:
         return "running as root needs setpriv (util-linux) to drop to nobody before bubblewrap"
     try:
-        interpreter, paths = _find_interpreter(as_nobody)
+        interpreter, view = _find_interpreter(as_nobody)
     except SandboxUnavailable as error:
         return str(error)
     arch = host_arch()
+    read_only, symlinks, hidden = read_only_view(interpreter, view["paths"], view["mapped"])
     setup = SandboxSetup(
         "bubblewrap",
         interpreter,
         as_nobody,
-        *_read_only_view(interpreter, paths),
+        read_only,
+        symlinks,
         bwrap,
         setpriv,
         seccomp=None if arch is None else seccomp_program(arch),
+        hidden=hidden,
+        proc_masks=proc_masks(),
+        warmth=PageCacheWarmth(view_files(read_only, hidden), eviction_sources()),
     )
-    message = {"role": "script", "program": "print('sandbox ok')"}
-    seccomp_fd = None if setup.seccomp is None else seccomp_pipe(setup.seccomp)
-    try:
-        trial = subprocess.run(
-            bwrap_argv(setup, seccomp_fd),
-            input=encode_message(setup, message, Limits()),
-            capture_output=True,
-            timeout=60,
-            env={},
-            cwd="/",
-            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
-        )
-    finally:
-        if seccomp_fd is not None:
-            os.close(seccomp_fd)
-    if trial.returncode != 0 or trial.stdout.strip() != b"sandbox ok":
+    trial = _trial_run(setup, TRIAL.format(modules=view["modules"]))
+    if trial.returncode != 0 or not trial.stdout.endswith(b"sandbox ok\n"):
         return (
             f"bubblewrap cannot start a sandbox here (exit status {trial.returncode}: "
             f"{trial.stderr.decode(errors='replace').strip()[-500:]}); it needs user namespaces "
@@ -165,6 +169,28 @@ def _probe_bubblewrap_once() -> SandboxSetup | str:
         cgroups=cgroups,
         description=f"bubblewrap ({bwrap}) as {user}, {interpreter}; {filtered}; {bound}",
     )
+
+
+def _trial_run(setup: SandboxSetup, program: str) -> subprocess.CompletedProcess:
+    """``program`` run in the sandbox, the way ``sandbox_launch`` runs samples."""
+    seccomp_fd = None if setup.seccomp is None else seccomp_pipe(setup.seccomp)
+    verdict_read, verdict_write = os.pipe()
+    masks = [os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC) for _ in setup.proc_masks]
+    message = {"role": "script", "program": program, "verdict_fd": verdict_write}
+    extra = () if seccomp_fd is None else (seccomp_fd,)
+    try:
+        return subprocess.run(
+            bwrap_argv(setup, seccomp_fd, mask_fds=masks),
+            input=encode_message(setup, message, Limits()),
+            capture_output=True,
+            timeout=60,
+            env={},
+            cwd="/",
+            pass_fds=(verdict_write, *extra, *masks),
+        )
+    finally:
+        for fd in [verdict_read, verdict_write, *extra, *masks]:
+            os.close(fd)
 
 
 def sandbox_setup(allow_weak: bool = False) -> SandboxSetup:

@@ -5,13 +5,19 @@ fail with EPERM and lets the rest through.
 Blocked, and why: the keyring (``add_key``, ``request_key``, ``keyctl``: keys are not
 namespaced by bubblewrap, so a key's description written by one sample shows in ``/proc/keys``
 to the next sample and to host processes of the same uid, and samples share its quota);
-``ptrace``, ``process_vm_readv``/``writev`` and ``kcmp`` (a sample could stop the sandbox's init
-and hold its output pipe until the wall-clock limit, or read another process's memory);
-``perf_event_open``, ``bpf``, ``userfaultfd``, ``io_uring_*`` (kernel attack surface with a
-history of exploits, the reasons Docker's default profile blocks them); and the mount, module,
-kexec, swap, reboot, accounting and handle syscalls (all need capabilities the sample lacks:
-blocking them costs nothing). x86_64 and aarch64; on x86_64 the x32 ABI is refused as a whole
-(its syscall numbers are a second way in). A process of another architecture is killed.
+``ptrace``, ``process_vm_readv``/``writev``, ``kcmp``, ``pidfd_getfd``, ``process_madvise``,
+``process_mrelease`` (reaching into another process: stopping the sandbox's init, reading or
+writing its memory, taking its descriptors); ``perf_event_open``, ``bpf``, ``userfaultfd``,
+``io_uring_*`` (kernel attack surface with a history of exploits, the reasons Docker's default
+profile blocks them); the mount, module, kexec, swap, reboot, accounting and handle syscalls
+(all need capabilities the sample lacks: blocking them costs nothing). The page cache, which
+every sample shares through the interpreter's files, must not carry a message from one sample
+to the next: ``mincore`` and ``cachestat`` (they tell which pages are cached), ``preadv2`` and
+``pwritev2`` with any flag (``RWF_NOWAIT`` fails on an uncached page; with no flag they are
+``preadv``/``pwritev``), ``fadvise64`` with DONTNEED, NOREUSE or an unknown advice and
+``madvise`` with MADV_COLD or MADV_PAGEOUT (they evict pages); ``sysinfo`` tells host load and
+task counts. x86_64 and aarch64; on x86_64 the x32 ABI is refused as a whole (its syscall
+numbers are a second way in). A process of another architecture is killed.
 """
 
 from __future__ import annotations
@@ -30,6 +36,12 @@ BLOCKED_SYSCALLS = {
     "process_vm_readv": (310, 270),
     "process_vm_writev": (311, 271),
     "kcmp": (312, 272),
+    "pidfd_getfd": (438, 438),
+    "process_madvise": (440, 440),
+    "process_mrelease": (448, 448),
+    "mincore": (27, 232),
+    "cachestat": (451, 451),
+    "sysinfo": (99, 179),
     "perf_event_open": (298, 241),
     "bpf": (321, 280),
     "userfaultfd": (323, 282),
@@ -66,16 +78,26 @@ BLOCKED_SYSCALLS = {
     "iopl": (172, None),
     "ioperm": (173, None),
 }
+# refused when an argument's low 32 bits (the int the kernel reads) fall in [lowest, highest]:
+# name -> ((x86_64, aarch64) numbers, argument index, (lowest, highest))
+ARGUMENT_CHECKS = {
+    "preadv2": ((327, 286), 5, (1, 0xFFFFFFFF)),  # any RWF_* flag
+    "pwritev2": ((328, 287), 5, (1, 0xFFFFFFFF)),
+    "fadvise64": ((221, 223), 3, (4, 0xFFFFFFFF)),  # DONTNEED 4, NOREUSE 5, unknown advice
+    "madvise": ((28, 233), 2, (20, 21)),  # MADV_COLD, MADV_PAGEOUT
+}
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # <linux/audit.h>
 X32_SYSCALL_BIT = 0x40000000
 
 # <linux/filter.h>, <linux/seccomp.h>
-BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_JGT_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x25, 0x06
 SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_ERRNO, SECCOMP_RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
-ARCH_OFFSET, NR_OFFSET = 4, 0  # in struct seccomp_data
+ARCH_OFFSET, NR_OFFSET, ARGS_OFFSET = 4, 0, 16  # in struct seccomp_data (args: u64 each)
 
 
 def _instruction(code: int, k: int, jump_true: int = 0, jump_false: int = 0) -> bytes:
+    if not (0 <= jump_true <= 255 and 0 <= jump_false <= 255):
+        raise ValueError(f"a BPF jump of {max(jump_true, jump_false)} is out of range")
     return struct.pack("=HBBI", code, jump_true, jump_false, k)  # struct sock_filter
 
 
@@ -87,27 +109,49 @@ def host_arch() -> str | None:
     return machine if machine in AUDIT_ARCH else None
 
 
+def _argument_block(index: int, lowest: int, highest: int) -> list[bytes]:
+    """Refuse when argument ``index`` (low word, little-endian) is in [lowest, highest]."""
+    return [
+        _instruction(BPF_LD_W_ABS, ARGS_OFFSET + 8 * index),
+        _instruction(BPF_JGE_K, lowest, 0, 2),  # below: to allow
+        _instruction(BPF_JGT_K, highest, 1, 0),  # above: to allow
+        _instruction(BPF_RET_K, SECCOMP_RET_ERRNO | errno.EPERM),
+        _instruction(BPF_RET_K, SECCOMP_RET_ALLOW),
+    ]
+
+
 def seccomp_program(arch: str) -> bytes:
-    """The BPF program (concatenated ``struct sock_filter``) for ``arch`` ("x86_64"/"aarch64")."""
+    """The BPF program (concatenated ``struct sock_filter``) for ``arch`` ("x86_64"/"aarch64").
+
+    Layout: arch load, arch check, nr load, the checks (x32, one per blocked number, one per
+    argument-checked number), allow, errno, kill, then one block per argument-checked number."""
     column = 0 if arch == "x86_64" else 1
     numbers = sorted({nrs[column] for nrs in BLOCKED_SYSCALLS.values() if nrs[column] is not None})
-    # layout: [arch load, arch check, nr load, (x32 check), one check per number, allow,
-    # errno, kill]
-    checks = [(BPF_JGE_K, X32_SYSCALL_BIT)] if arch == "x86_64" else []
-    checks += [(BPF_JEQ_K, number) for number in numbers]
+    blocks = [
+        (nrs[column], _argument_block(index, *bounds))
+        for nrs, index, bounds in ARGUMENT_CHECKS.values()
+    ]
+    checks = [(BPF_JGE_K, X32_SYSCALL_BIT, None)] if arch == "x86_64" else []
+    checks += [(BPF_JEQ_K, number, None) for number in numbers]
+    checks += [(BPF_JEQ_K, number, block) for block, (number, _) in enumerate(blocks)]
     program = [
         _instruction(BPF_LD_W_ABS, ARCH_OFFSET),
         # wrong arch: jump over the nr load, the checks, allow and errno, to kill
         _instruction(BPF_JEQ_K, AUDIT_ARCH[arch], 0, len(checks) + 3),
         _instruction(BPF_LD_W_ABS, NR_OFFSET),
     ]
-    for index, (code, number) in enumerate(checks):
-        program.append(_instruction(code, number, len(checks) - index, 0))  # match: to errno
+    block_size = len(blocks[0][1])
+    for index, (code, number, block) in enumerate(checks):
+        to_errno = len(checks) - index
+        target = to_errno if block is None else to_errno + 2 + block_size * block
+        program.append(_instruction(code, number, target, 0))
     program += [
         _instruction(BPF_RET_K, SECCOMP_RET_ALLOW),
         _instruction(BPF_RET_K, SECCOMP_RET_ERRNO | errno.EPERM),
         _instruction(BPF_RET_K, SECCOMP_RET_KILL_PROCESS),
     ]
+    for _, block in blocks:
+        program += block
     return b"".join(program)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import _ast as ast
 import math
 import os
+import select
 import struct
 
 MAX_FRAME_BYTES = 64 << 20  # the largest argument or answer that crosses, as repr text
@@ -93,10 +94,13 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def read_exact(fd: int, size: int) -> bytes | None:
-    """``size`` bytes, or None at end of file."""
+def read_exact(fd: int, size: int, ended: int | None = None) -> bytes | None:
+    """``size`` bytes, or None at end of file, or once ``ended`` (a pidfd of the writer) is
+    readable with nothing left to read: a process the writer left behind may hold the pipe."""
     chunks, remaining = [], size
     while remaining:
+        if ended is not None and select.select([fd, ended], [], [])[0] == [ended]:
+            return None
         chunk = os.read(fd, min(remaining, 1 << 20))
         if not chunk:
             return None
@@ -109,16 +113,16 @@ def send_frame(fd: int, tag: bytes, payload: bytes) -> None:
     write_all(fd, struct.pack(">I", len(payload) + 1) + tag + payload)
 
 
-def receive_frame(fd: int) -> tuple[bytes, bytes] | None:
-    """(tag, payload), or None at end of file; a frame over MAX_FRAME_BYTES raises
-    CandidateError."""
-    header = read_exact(fd, 4)
+def receive_frame(fd: int, ended: int | None = None) -> tuple[bytes, bytes] | None:
+    """(tag, payload), or None at end of file (or once ``ended``, see ``read_exact``); a frame
+    over MAX_FRAME_BYTES raises CandidateError."""
+    header = read_exact(fd, 4, ended)
     if header is None:
         return None
     (size,) = struct.unpack(">I", header)
     if not 1 <= size <= MAX_FRAME_BYTES:
         raise CandidateError(f"a frame of {size} bytes (the limit is {MAX_FRAME_BYTES})")
-    body = read_exact(fd, size)
+    body = read_exact(fd, size, ended)
     return None if body is None else (body[:1], body[1:])
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gc2po.evaluation.grading_errors import check_graded
 from gc2po.reporting import layout, table_format
 from gc2po.reporting.names import RunNames, benchmark_order, method_order
 from gc2po.reporting.stats import (
@@ -81,6 +82,7 @@ def problem_scores(path: Path) -> dict[str, float]:
                 sample = {"correct": record["correct"], "problem_id": record["problem_id"]}
             except (json.JSONDecodeError, KeyError, TypeError) as err:
                 raise ValueError(f"{path}: row {row}: not a per-sample record ({err!r})") from err
+            check_graded(record, f"{path}: row {row}")
             if sample["correct"] not in (0, 1):  # true/false or 0/1; anything else is not a grade
                 raise ValueError(
                     f"{path}: row {row}: 'correct' must be true/false or 0/1, "

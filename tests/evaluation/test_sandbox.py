@@ -14,6 +14,7 @@ import pytest
 
 from gc2po.evaluation import sandbox, sandbox_command, sandbox_host
 from gc2po.evaluation.sandbox import (
+    GraderError,
     SandboxUnavailable,
     extract_code,
     grade_code,
@@ -175,15 +176,18 @@ def test_extract_code_and_pass_at_k():
         pass_at_k(1, 1, 2)
 
 
-def test_a_grader_failure_is_that_samples_failed_verdict(monkeypatch, problems):
+def test_a_grader_failure_is_an_error_not_a_wrong_answer(monkeypatch, problems):
     def broken(*args, **kwargs):
         raise OSError("no pipes left")
 
     monkeypatch.setattr(sandbox, "run_contained", broken)
     p = problems["HumanEval/0"]
     result = run_humaneval(p["prompt"], p["canonical_solution"], p["test"], p["entry_point"])
-    assert result.status == "error" and "no pipes left" in result.reason
-    assert grade_code(p["canonical_solution"], p) is False
+    assert result.status == "error" and result.error_kind == "grader", result
+    assert "no pipes left" in result.reason
+    with pytest.raises(GraderError, match="no pipes left") as raised:
+        grade_code(p["canonical_solution"], p)
+    assert raised.value.kind == "grader"
 
 
 def test_bad_input_fails_before_any_work(problems):

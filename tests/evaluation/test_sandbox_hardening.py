@@ -118,37 +118,31 @@ def test_a_sample_cannot_add_a_key():
     assert marker not in seen.stdout
 
 
+PTRACE_INIT = (
+    "    return a + b\nimport ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)\n"
+)  # PTRACE_ATTACH to the sandbox's pid 1
+
+
 def test_ptrace_of_the_sandbox_init_fails_fast():
-    """Without the filter this sample stops bubblewrap's init, which then holds the output pipe
-    until the wall-clock limit (10 s); with it the attach fails and grading takes well under 1 s
-    on a quiet machine (3 s allowed on a shared one)."""
-    setup = sandbox_host.sandbox_setup()
-    if setup.seccomp is None:
+    """Issue #26: a sample that stopped bubblewrap's init held the output pipe until the
+    wall-clock limit (10 s). The filter refuses the attach: grading takes well under 1 s on a
+    quiet machine (3 s allowed on a shared one)."""
+    if sandbox_host.sandbox_setup().seccomp is None:
         pytest.skip("no seccomp filter on this machine")
-    sample = (
-        "    return a + b\nimport ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-        "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)\n"
-    )  # ATTACH
     start = time.monotonic()
-    result = grade(sample)
+    result = grade(PTRACE_INIT)
     seconds = time.monotonic() - start
     assert result.passed and "ptrace -1 1" in result.output, result
     assert seconds < 3, seconds
 
 
-def test_without_the_filter_the_ptrace_sample_costs_the_time_limit(monkeypatch):
-    """The control: the same sample with the filter left out is the issue's 10 s stall
-    (here 3 s)."""
+def test_without_the_filter_the_init_still_refuses_the_attach(monkeypatch):
+    """The second wall (issue #33): the sandbox's pid 1 is the harness, non-dumpable, so even
+    with the filter left out the attach fails with EPERM and the correct answer passes fast."""
     setup = dataclasses.replace(sandbox_host.sandbox_setup(), seccomp=None)
     monkeypatch.setattr(sandbox_host, "_probe_bubblewrap", lambda: setup)
-    sample = (
-        "    return a + b\nimport ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-        "print('ptrace', libc.ptrace(16, 1, 0, 0), ctypes.get_errno(), flush=True)\n"
-    )
     start = time.monotonic()
-    result = grade(sample, timeout=3)
-    if "ptrace 0 0" not in result.output:
-        pytest.skip(f"this kernel refuses the attach without the filter too: {result.output!r}")
-    assert time.monotonic() - start >= 3 and result.returncode is None, (
-        result
-    )  # killed at the limit
+    result = grade(PTRACE_INIT, timeout=3)
+    assert result.passed and "ptrace -1 1" in result.output, result
+    assert time.monotonic() - start < 3

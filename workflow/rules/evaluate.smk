@@ -18,6 +18,7 @@ rule evaluate:
         n_per_benchmark=config["evaluate"].get("n_per_benchmark", {}),
         budgets=config["evaluate"].get("budgets", []),  # on the first benchmark
         batch_size=config["evaluate"].get("batch_size", 32),
+        max_grader_errors=config["evaluate"].get("max_grader_errors", 0),
     log:
         f"logs/{NAME}/eval/{{base}}_{{model}}_seed{{seed}}.log",
     conda:
@@ -49,6 +50,7 @@ if GREEDY:
             n_per_benchmark={},
             budgets=[],
             batch_size=config["evaluate"].get("batch_size", 32),
+            max_grader_errors=config["evaluate"].get("max_grader_errors", 0),
         log:
             f"logs/{NAME}/eval_greedy/{{base}}_{{model}}_seed{{seed}}.log",
         conda:

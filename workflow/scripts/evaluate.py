@@ -32,4 +32,5 @@ with logged(sm) as log:
         budgets=p.budgets,
         batch_size=p.batch_size,
         log=log,
+        max_grader_errors=p.max_grader_errors,
     )
