@@ -91,10 +91,9 @@ def covered(low, high, value: float) -> float:
     return float(np.mean((low <= value) & (value <= high)))
 
 
-@pytest.fixture(scope="module")
-def coverage() -> dict:
+def simulated_coverage() -> dict:
     """(interval, spread, seeds) -> coverage, interval in t_single, t_paired, bootstrap_single,
-    bootstrap_paired (the bootstrap where the test asserts its miss)."""
+    bootstrap_paired (the bootstrap at the smallest and largest spread only)."""
     rng = np.random.default_rng(34)
     difficulty = rng.normal(-0.5, 2.0, size=PROBLEMS)  # pass@1 of a problem from ~0 to ~1
     out = {}
@@ -118,6 +117,11 @@ def coverage() -> dict:
                 low, high = rejected_percentile_bootstrap(mine[few] - theirs[few])
                 out["bootstrap_paired", spread, seeds] = covered(low, high, true_difference)
     return out
+
+
+@pytest.fixture(scope="module")
+def coverage() -> dict:
+    return simulated_coverage()
 
 
 def test_calibration_gives_the_seed_spread_asked_for():
@@ -157,3 +161,16 @@ def test_the_sampling_interval_of_one_evaluation_holds_its_95_percent():
     intervals = np.array([sampling_interval(s, counts)[1:] for s in scores])
     rate = covered(intervals[:, 0], intervals[:, 1], truth(difficulty, SHIFT_B, 0.0))
     assert BAND[0] <= rate <= BAND[1], rate
+
+
+if (
+    __name__ == "__main__"
+):  # the table docs/benchmarks.md shows: python -m tests.reporting.test_coverage
+    found = simulated_coverage()
+    print("| interval | seeds | " + " | ".join(f"{s:g} points" for s in SPREADS) + " |")
+    print("|---|---|" + "---|" * len(SPREADS))
+    for interval in ("t_single", "t_paired", "bootstrap_single", "bootstrap_paired"):
+        for seeds in SEEDS:
+            cells = [found.get((interval, s, seeds)) for s in SPREADS]
+            shown = ["" if c is None else f"{c:.3f}" for c in cells]
+            print(f"| {interval} | {seeds} | " + " | ".join(shown) + " |")
