@@ -26,9 +26,10 @@ its test never disagree. One seed gives no interval (NaN); zero spread a zero-wi
 
 Rejected: the percentile bootstrap that resampled seeds and then problems. With 3-5 seeds,
 resampling seeds shrinks their spread by sqrt((S - 1) / S) and takes normal rather than t
-quantiles, so it misses when seeds differ a lot (about 85% coverage at 3 seeds and 4 points);
-resampling problems adds the between-problem variance of the other estimand, so it is far too
-wide when seeds barely differ (over 99% at 0.5 point). The coverage test keeps a copy to show it.
+quantiles, so it misses when seeds differ a lot (at 3 seeds and 6 points it covered 79% for a
+paired difference, 89% for a pass@1); resampling problems adds the between-problem variance of
+the other estimand, so it is far too wide when seeds barely differ (over 99% at 0.5 point). The
+coverage test keeps a copy to show it (docs/benchmarks.md has its table).
 
 Multiplicity: :func:`holm_adjusted` is Holm's step-down correction of a family of p-values (the
 comparison tables apply it to the paired t-tests of a table's benchmark rows). Power:
