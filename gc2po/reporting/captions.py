@@ -114,10 +114,10 @@ def caption_notes(cells: pd.DataFrame, protocol: str) -> str:
             f"t-test survives Holm's correction at {HOLM_ALPHA:.0%} over "
             f"{holm_family_text(splits)}"
         )
-    parts.append(
-        ". Average: the mean of the benchmark means (its interval: over each seed's mean over "
-        "the benchmarks)."
-    )
+    parts.append(". Average: the mean of the benchmark means")
+    if (seeds > 1).any():
+        parts.append(" (its interval: over each seed's mean over the benchmarks)")
+    parts.append(".")
     if (seeds == 1).any() or (paired == 1).any():
         parts.append(" 1 seed: no CI.")
     parts.append(

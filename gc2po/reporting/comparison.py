@@ -132,6 +132,18 @@ def _holm(row) -> str:
     return row.holm_survives or "n/a"
 
 
+def _brackets(seed_counts: list[int]) -> str:
+    """What the brackets hold, for the seed counts of a table's blocks."""
+    intervals = [interval_text(count) for count in seed_counts if count > 1]
+    text = (
+        f", in brackets its {' / '.join(intervals)} (Student t with S - 1 degrees of freedom "
+        "over the S per-seed differences)"
+        if intervals
+        else ""
+    )
+    return text + (". 1 seed: no CI" if 1 in seed_counts else "")
+
+
 def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunNames = None) -> str:
     a, b = method_name(method_a, names), method_name(method_b, names)
     splits = int((rows.benchmark != AVERAGE).sum() / max(1, rows.block.nunique()))
@@ -152,10 +164,9 @@ def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunName
     lines += [
         "",
         f"Same seeds and problems for both methods. {a} - {b}: the mean over seeds of each "
-        f"seed's mean difference (seed s of one minus seed s of the other), with its "
-        f"{' / '.join(interval_text(s) for s in seeds)} (Student t over the per-seed "
-        "differences). The p-values test the per-seed differences (two-sided; n/a with one "
-        "seed; with 3 seeds the smallest sign-flip p is 0.25). Holm: whether the paired "
+        f"seed's mean difference (seed s of one minus seed s of the other){_brackets(seeds)}. "
+        "The p-values test the per-seed differences (two-sided; n/a with one seed; with 3 seeds "
+        "the smallest sign-flip p is 0.25). Holm (n/a with one seed): whether the paired "
         f"t-test's difference survives Holm's correction at {HOLM_ALPHA:.0%} over "
         f"{holm_family_text(splits)}. Average: the mean over the benchmarks.",
     ]
