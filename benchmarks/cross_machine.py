@@ -1,6 +1,7 @@
 """The same workflow run on two machines (or ISA settings), cell by cell: which evaluation files
 are byte-identical, and for every (base, model, benchmark) cell both means and the paired
-difference b - a with its 95% bootstrap CI (seeds and problems resampled jointly).
+difference b - a with its 95% t-interval over the per-seed differences (the tables' interval,
+``gc2po.reporting.stats``; one seed: no interval).
 
     python benchmarks/cross_machine.py RUN_A/results/testbed/eval RUN_B/results/testbed/eval \
         --labels avx512 avx2 [--benchmarks test_id]
@@ -13,10 +14,11 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import math
 from pathlib import Path
 
 from gc2po.reporting.names import method_name
-from gc2po.reporting.stats import bootstrap_ci, paired_bootstrap_diff
+from gc2po.reporting.stats import mean_interval, paired_interval
 from gc2po.reporting.tables import Scores, find_eval_files
 
 
@@ -43,19 +45,25 @@ def compare(dir_a: Path, dir_b: Path, benchmarks: list[str] | None) -> tuple[lis
                 "model": model,
                 "benchmark": benchmark,
                 "seeds": len(seeds),
-                "a": bootstrap_ci(a),
-                "b": bootstrap_ci(b),
-                "diff": paired_bootstrap_diff(b, a),
+                "a": mean_interval([a]),
+                "b": mean_interval([b]),
+                "diff": paired_interval([b], [a]),
                 "same": bool((a == b).all()),
             }
         )
     return rows, identical, len(rel_a)
 
 
+def holds_zero(triple) -> str:
+    """Whether a (mean, low, high) interval holds 0: yes, NO, or n/a (one seed: no interval)."""
+    _, low, high = triple
+    return "n/a" if math.isnan(low) else "yes" if low <= 0 <= high else "NO"
+
+
 def to_markdown(rows: list[dict], labels: tuple[str, str]) -> str:
     def cell(triple):
         mean, low, high = (100 * v for v in triple)
-        return f"{mean:.1f} [{low:.1f}, {high:.1f}]"
+        return f"{mean:.1f}" if math.isnan(low) else f"{mean:.1f} [{low:.1f}, {high:.1f}]"
 
     lines = [
         f"| model | benchmark | seeds | {labels[0]} | {labels[1]} | {labels[1]} - {labels[0]} | "
@@ -64,10 +72,10 @@ def to_markdown(rows: list[dict], labels: tuple[str, str]) -> str:
     ]
     for r in rows:
         name = "base" if r["model"] == "base" else method_name(r["model"])
-        holds = r["diff"][1] <= 0 <= r["diff"][2]
+        holds = holds_zero(r["diff"])
         lines.append(
             f"| {name} | {r['benchmark']} | {r['seeds']} | {cell(r['a'])} | {cell(r['b'])} | "
-            f"{cell(r['diff'])}{' (identical)' if r['same'] else ''} | {'yes' if holds else 'NO'} |"
+            f"{cell(r['diff'])}{' (identical)' if r['same'] else ''} | {holds} |"
         )
     return "\n".join(lines)
 
@@ -81,10 +89,11 @@ def main() -> None:
     args = parser.parse_args()
     rows, identical, total = compare(args.eval_a, args.eval_b, args.benchmarks)
     print(to_markdown(rows, tuple(args.labels)))
-    inside = sum(r["diff"][1] <= 0 <= r["diff"][2] for r in rows)
+    verdicts = [holds_zero(r["diff"]) for r in rows]
     print(
-        f"\n{identical} of {total} evaluation files byte-identical; {inside} of {len(rows)} "
-        f"paired differences have a 95% CI that holds 0."
+        f"\n{identical} of {total} evaluation files byte-identical; {verdicts.count('yes')} of "
+        f"{len(rows) - verdicts.count('n/a')} paired differences with an interval (2+ seeds) "
+        "have a 95% CI that holds 0."
     )
 
 

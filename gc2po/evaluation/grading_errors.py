@@ -8,6 +8,8 @@ errors than its budget (``evaluate.max_grader_errors``, default 0) fails naming 
 
 from __future__ import annotations
 
+from gc2po.reporting.stats import is_error
+
 ERROR_KINDS = {
     "unavailable": "no sandbox can run code on this machine and the weaker mode was not asked for",
     "cgroup": "the sample's cgroup could not be made or entered",
@@ -35,22 +37,6 @@ class GraderErrorBudgetExceeded(RuntimeError):
 def error_fields(error: GraderError) -> dict:
     """The fields of a per-sample record whose grading failed (``correct`` is null: no grade)."""
     return {"correct": None, "status": "error", "error_kind": error.kind, "reason": error.reason}
-
-
-def is_error(grade: dict) -> bool:
-    return grade.get("status") == "error"
-
-
-def check_graded(record: dict, where: str) -> None:
-    """Raise ValueError naming ``where`` when a per-sample record has no grade: a table or curve
-    never counts a grader error as a wrong answer (nor leaves it out: with one sample per
-    problem that would drop the problem, and paired comparisons need the same problems)."""
-    if is_error(record):
-        raise ValueError(
-            f"{where}: this sample was not graded ({record.get('error_kind')}: "
-            f"{record.get('reason')}); a grader error is neither right nor wrong: fix the grader "
-            f"and evaluate again"
-        )
 
 
 def error_summary(grades: list[dict]) -> dict:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gc2po.evaluation.grading_errors import check_graded
 from gc2po.reporting.layout import RunDir
+from gc2po.reporting.stats import check_graded
 
 COLUMNS = ["step", "benchmark", "accuracy", "problems", "samples", "model"]
 

@@ -10,6 +10,7 @@ root (``<root>/<base>/<run>/seed<k>/<benchmark>.jsonl``).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from gc2po.evaluation import grading_errors as errors
 from gc2po.evaluation import provenance
 from gc2po.evaluation.graders import check_graders_run
 from gc2po.reporting.layout import EvalFile, summary_path
-from gc2po.reporting.stats import bootstrap_ci, problem_pass_at_1
+from gc2po.reporting.stats import evaluation_interval
 
 if TYPE_CHECKING:  # the backends import torch; `gc2po eval` validates its inputs before that
     from gc2po.evaluation.backends import Generation, SamplingConfig
@@ -167,10 +168,12 @@ def budget_curve(
     return rows
 
 
-def pass_at_1_ci(samples: list[dict]) -> list[float]:
-    """95% bootstrap CI of pass@1 over problems (this file is one seed)."""
-    _, low, high = bootstrap_ci([list(problem_pass_at_1(samples).values())])
-    return [low, high]
+def pass_at_1_ci(samples: list[dict]) -> list[float] | None:
+    """95% interval of pass@1 over sampling, for this model and these problems: this file is one
+    seed, so it has no interval over seeds (``gc2po.reporting.stats.evaluation_interval``).
+    None where a problem has a single sample (nothing measures the sampling spread)."""
+    _, low, high = evaluation_interval(samples)
+    return None if math.isnan(low) else [low, high]
 
 
 def protocol_of(

@@ -1,1 +1,2 @@
-"""Tables, figures and bootstrap confidence intervals from saved per-sample results."""
+"""Tables, figures, and their statistics (t-intervals over seeds, paired tests, Holm, power)
+from saved per-sample results."""

@@ -1,9 +1,39 @@
-"""Confidence intervals and paired tests for pass@1 over seeds and problems.
+"""Confidence intervals, paired tests and multiplicity for pass@1 over seeds and problems.
 
 Scores are arrays ``[S, P]``: one row per seed (a training seed, evaluated with its own
 sampling seed), one column per problem (its pass@1, the mean correctness of its samples), every
 row over the same problems. Two models are *paired* when their arrays share seeds and
 problems: the base model evaluated with sampling seed s pairs with the run trained with seed s.
+
+What an interval is for. A table names its benchmark files, and its intervals are for *these
+problems*: the pass@1 a method would reach on exactly these problems, averaged over the
+randomness of training (the training seed) and of evaluation (the sampling seed). The problems
+are fixed, not drawn: an interval for the population of problems like them would add the
+between-problem variance, a different question that a benchmark file answers only for itself.
+For these problems the seeds are the independent units. Seed s's mean over the problems is one
+draw that carries all its noise (its training seed's effect and each problem's n samples), and
+the S draws are independent with the estimand as their mean. So the interval is the Student t
+interval over the S per-seed values with S - 1 degrees of freedom (:func:`seed_interval`): per
+seed the mean pass@1 of one model (:func:`mean_interval`), the mean difference of a pair
+(:func:`paired_interval`: run a's seed s minus run b's seed s, or minus the base model evaluated
+with sampling seed s), and for the Average the mean over benchmarks of either. A per-seed value
+is a mean over hundreds of (problem, sample) cells plus a smooth function of the seed's effect,
+so it is close to normal and the t interval keeps its level at 3 seeds:
+tests/reporting/test_coverage.py simulates it (3 and 5 seeds, seed spreads 0.5 to 6 points,
+n = 4 samples, 300 problems of varied difficulty) and asserts coverage in [0.93, 0.975]. The t
+interval excludes 0 exactly when the paired t-test's p is below 0.05, so a table's interval and
+its test never disagree. One seed gives no interval (NaN); zero spread a zero-width one.
+
+Rejected: the percentile bootstrap that resampled seeds and then problems. With 3-5 seeds,
+resampling seeds shrinks their spread by sqrt((S - 1) / S) and takes normal rather than t
+quantiles, so it misses when seeds differ a lot (at 3 seeds and 6 points it covered 79% for a
+paired difference, 89% for a pass@1); resampling problems adds the between-problem variance of
+the other estimand, so it is far too wide when seeds barely differ (over 99% at 0.5 point). The
+coverage test keeps a copy to show it (docs/benchmarks.md has its table).
+
+Multiplicity: :func:`holm_adjusted` is Holm's step-down correction of a family of p-values (the
+comparison tables apply it to the paired t-tests of a table's benchmark rows). Power:
+``gc2po.reporting.power``.
 """
 
 from __future__ import annotations
@@ -15,6 +45,23 @@ from dataclasses import dataclass
 import numpy as np
 
 EXACT_SIGN_FLIPS_UP_TO = 16  # seeds; above this the sign-flip test samples random flips
+
+
+def is_error(grade: dict) -> bool:
+    """A per-sample record whose grading failed (``gc2po.evaluation.grading_errors``): no grade."""
+    return grade.get("status") == "error"
+
+
+def check_graded(record: dict, where: str) -> None:
+    """Raise ValueError naming ``where`` when a per-sample record has no grade: a table or curve
+    never counts a grader error as a wrong answer (nor leaves it out: with one sample per
+    problem that would drop the problem, and paired comparisons need the same problems)."""
+    if is_error(record):
+        raise ValueError(
+            f"{where}: this sample was not graded ({record.get('error_kind')}: "
+            f"{record.get('reason')}); a grader error is neither right nor wrong: fix the grader "
+            f"and evaluate again"
+        )
 
 
 def problem_pass_at_1(samples) -> dict[str, float]:
@@ -37,49 +84,6 @@ def _scores(per_seed_problem_scores) -> np.ndarray:
     return scores
 
 
-def macro_bootstrap_ci(
-    benchmark_scores: list, *, num_resamples: int = 1000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float, float]:
-    """Mean over benchmarks of each benchmark's mean score, and its percentile CI.
-
-    ``benchmark_scores``: one ``[S, P_b]`` array per benchmark, all with the same S seeds. Each
-    resample draws seeds with replacement (the same draw for every benchmark: a training seed
-    affects all of them), then, per benchmark, problems with replacement (the same draw for
-    every seed).
-    """
-    arrays = [_scores(s) for s in benchmark_scores]
-    if not arrays or any(a.size == 0 for a in arrays):
-        return float("nan"), float("nan"), float("nan")
-    num_seeds = arrays[0].shape[0]
-    if any(a.shape[0] != num_seeds for a in arrays):
-        raise ValueError(
-            f"every benchmark needs the same seeds, got {[a.shape[0] for a in arrays]}"
-        )
-    rng = np.random.default_rng(seed)
-    seeds = rng.integers(0, num_seeds, size=(num_resamples, num_seeds))  # [R, S]
-    resampled = np.zeros(num_resamples)
-    for scores in arrays:
-        problems = rng.integers(0, scores.shape[1], size=(num_resamples, scores.shape[1]))  # [R, P]
-        seed_means = (
-            scores[:, problems].mean(axis=2).T
-        )  # [R, S]: each seed's mean over the drawn problems
-        resampled += np.take_along_axis(seed_means, seeds, axis=1).mean(axis=1)
-    resampled /= len(arrays)
-    alpha = (1 - level) / 2
-    point = float(np.mean([a.mean() for a in arrays]))
-    return point, float(np.quantile(resampled, alpha)), float(np.quantile(resampled, 1 - alpha))
-
-
-def bootstrap_ci(
-    per_seed_problem_scores, *, num_resamples: int = 1000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float, float]:
-    """Mean and percentile CI of the mean score of one ``[S, P]`` array (seeds, then problems
-    resampled with replacement; the same problems for every seed)."""
-    return macro_bootstrap_ci(
-        [per_seed_problem_scores], num_resamples=num_resamples, level=level, seed=seed
-    )
-
-
 def _paired(scores_a, scores_b) -> np.ndarray:
     a, b = _scores(scores_a), _scores(scores_b)
     if a.shape != b.shape:
@@ -89,29 +93,131 @@ def _paired(scores_a, scores_b) -> np.ndarray:
     return a - b
 
 
-def paired_bootstrap_diff(
-    scores_a, scores_b, *, num_resamples: int = 1000, level: float = 0.95, seed: int = 0
-) -> tuple[float, float, float]:
-    """Mean of ``a - b`` and its percentile CI, seeds and problems resampled jointly.
+def t_interval(values, level: float = 0.95):
+    """Mean and Student-t interval (S - 1 degrees of freedom) over the last axis of per-seed
+    ``values`` ``[..., S]``: the interval of every table, comparison and figure. Returns
+    (mean, low, high), each ``[...]`` (floats for ``[S]``). One seed gives no interval (NaN);
+    zero spread gives a zero-width one."""
+    from scipy import stats
 
-    ``scores_a``, ``scores_b``: ``[S, P]`` over the same seeds and problems. Each resample draws
-    the same seeds and problems for both models, so what they share (a problem's difficulty)
-    cancels: this is the bootstrap of the per-(seed, problem) differences.
+    v = np.asarray(values, dtype=float)
+    seeds = v.shape[-1]
+    if seeds == 0:
+        raise ValueError("an interval over seeds needs at least 1 seed")
+    mean = v.mean(axis=-1)
+    if seeds == 1:
+        half = np.full(mean.shape, np.nan)
+    else:
+        half = stats.t.ppf(0.5 + level / 2, df=seeds - 1) * v.std(axis=-1, ddof=1)
+        half = half / math.sqrt(seeds)
+    low, high = mean - half, mean + half
+    if v.ndim == 1:
+        return float(mean), float(low), float(high)
+    return mean, low, high
+
+
+def seed_interval(values, level: float = 0.95) -> tuple[float, float, float]:
+    """:func:`t_interval` of the finite ones of ``values`` ``[S]`` (a figure's seeds that have
+    the quantity); NaN throughout when none has it."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    return t_interval(v, level)
+
+
+def per_seed_means(benchmark_scores: list) -> np.ndarray:
+    """``[S]``: per seed, the mean over benchmarks of its mean over the benchmark's problems
+    (one ``[S, P_b]`` array per benchmark, the same S seeds in each; one array: its seed means).
     """
-    return bootstrap_ci(
-        _paired(scores_a, scores_b), num_resamples=num_resamples, level=level, seed=seed
-    )
+    arrays = [_scores(s) for s in benchmark_scores]
+    if not arrays or any(a.size == 0 for a in arrays):
+        raise ValueError("per-seed means need at least one benchmark with seeds and problems")
+    if any(a.shape[0] != arrays[0].shape[0] for a in arrays):
+        raise ValueError(
+            f"every benchmark needs the same seeds, got {[a.shape[0] for a in arrays]}"
+        )
+    return np.mean([a.mean(axis=1) for a in arrays], axis=0)
 
 
-def paired_macro_bootstrap_diff(
-    benchmark_scores_a: list, benchmark_scores_b: list, **kwargs
-) -> tuple[float, float, float]:
-    """:func:`paired_bootstrap_diff` of the mean over benchmarks (as :func:`macro_bootstrap_ci`)."""
+def mean_interval(benchmark_scores: list, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean pass@1 over benchmarks (each benchmark weighs the same) and its t-interval over
+    the seeds' values of it (:func:`per_seed_means`), clipped to [0, 1] (what a pass@1 can be:
+    clipping never leaves the truth outside)."""
+    mean, low, high = t_interval(per_seed_means(benchmark_scores), level)
+    return mean, float(np.clip(low, 0, 1)), float(np.clip(high, 0, 1))
+
+
+def paired_differences(benchmark_scores_a: list, benchmark_scores_b: list) -> np.ndarray:
+    """``[S]``: per seed, the mean over benchmarks of its mean over problems of ``a - b`` (one
+    ``[S, P_b]`` pair per benchmark, same seeds and problems in a and b)."""
     if len(benchmark_scores_a) != len(benchmark_scores_b):
         raise ValueError("paired scores need the same benchmarks")
-    return macro_bootstrap_ci(
-        [_paired(a, b) for a, b in zip(benchmark_scores_a, benchmark_scores_b)], **kwargs
-    )
+    return per_seed_means([_paired(a, b) for a, b in zip(benchmark_scores_a, benchmark_scores_b)])
+
+
+def paired_interval(
+    benchmark_scores_a: list, benchmark_scores_b: list, level: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean difference ``a - b`` over benchmarks and its t-interval over the per-seed
+    differences (:func:`paired_differences`), clipped to [-1, 1] (what a difference of pass@1
+    can be): what the two share (a problem's difficulty) cancels within each seed."""
+    mean, low, high = t_interval(paired_differences(benchmark_scores_a, benchmark_scores_b), level)
+    return mean, float(np.clip(low, -1, 1)), float(np.clip(high, -1, 1))
+
+
+def sampling_interval(pass_at_1, samples, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean pass@1 of one evaluation (one model, one sampling seed) and its normal interval over
+    sampling, for this model and these problems, clipped to [0, 1]. ``pass_at_1`` ``[P]``: each
+    problem's mean correctness; ``samples`` ``[P]``: how many samples it has.
+
+    One file is one seed, so it has no interval over seeds; for a fixed model and fixed
+    problems what is random is each problem's samples. The mean over P problems of per-problem
+    means has variance sum_j p_j (1 - p_j) / n_j / P**2, estimated without bias with
+    p_hat_j (1 - p_hat_j) / (n_j - 1) per problem. NaN where a problem has a single sample
+    (nothing measures its spread).
+    """
+    from scipy import stats
+
+    means, counts = np.asarray(pass_at_1, dtype=float), np.asarray(samples, dtype=float)
+    if means.ndim != 1 or means.size == 0 or means.shape != counts.shape:
+        raise ValueError(
+            f"a sampling interval needs one pass@1 and one sample count per problem, got shapes "
+            f"{means.shape} and {counts.shape}"
+        )
+    mean = float(means.mean())
+    if (counts < 2).any():
+        return mean, float("nan"), float("nan")
+    variance = np.sum(means * (1 - means) / (counts - 1)) / means.size**2
+    half = float(stats.norm.ppf(0.5 + level / 2) * math.sqrt(variance))
+    return mean, max(0.0, mean - half), min(1.0, mean + half)
+
+
+def evaluation_interval(samples, level: float = 0.95) -> tuple[float, float, float]:
+    """:func:`sampling_interval` of one evaluation's per-sample records (``problem_id``,
+    ``correct``)."""
+    pass_at_1 = problem_pass_at_1(samples)
+    counts = dict.fromkeys(pass_at_1, 0)
+    for sample in samples:
+        counts[str(sample["problem_id"])] += 1
+    return sampling_interval(list(pass_at_1.values()), list(counts.values()), level)
+
+
+def holm_adjusted(p_values) -> np.ndarray:
+    """Holm's step-down adjusted p-values ``[m]`` of a family ``[m]`` (in the given order): the
+    i-th smallest p times (m - i + 1), made non-decreasing in that order, at most 1. A
+    hypothesis survives at family-wise level alpha when its adjusted p is at most alpha. NaN
+    p-values (a test with one seed) stay NaN and are not counted in the family."""
+    p = np.asarray(p_values, dtype=float)
+    adjusted = np.full(p.shape, np.nan)
+    tested = np.flatnonzero(np.isfinite(p))
+    order = tested[np.argsort(p[tested], kind="stable")]
+    m = len(order)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 @dataclass(frozen=True)
@@ -180,27 +286,5 @@ def paired_test(scores_a, scores_b) -> PairedTest:
 
 def paired_macro_test(benchmark_scores_a: list, benchmark_scores_b: list) -> PairedTest:
     """:func:`paired_test` of the mean over benchmarks: each seed's difference is the mean over
-    benchmarks of its per-benchmark mean difference (one ``[S, P_b]`` pair per benchmark)."""
-    if len(benchmark_scores_a) != len(benchmark_scores_b):
-        raise ValueError("paired scores need the same benchmarks")
-    return paired_test_of_differences(
-        np.mean(
-            [per_seed_differences(a, b) for a, b in zip(benchmark_scores_a, benchmark_scores_b)],
-            axis=0,
-        )
-    )
-
-
-def seed_interval(values, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and Student-t CI over seeds (a figure's band or error bar);
-    no interval from one seed."""
-    from scipy import stats
-
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return float("nan"), float("nan"), float("nan")
-    if v.size == 1:
-        return float(v[0]), float("nan"), float("nan")
-    half = stats.t.ppf(0.5 + level / 2, df=v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
-    return float(v.mean()), float(v.mean() - half), float(v.mean() + half)
+    benchmarks of its per-benchmark mean difference (:func:`paired_differences`)."""
+    return paired_test_of_differences(paired_differences(benchmark_scores_a, benchmark_scores_b))

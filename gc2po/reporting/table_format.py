@@ -1,11 +1,13 @@
 """Render a table's cells (``gc2po.reporting.tables.cell_table``) as Markdown, LaTeX and HTML.
 
-A base row's cell reads ``30.0 [22.0, 38.0]`` (mean pass@1 in %, 95% CI); a trained row's
-``29.0 [21.7, 37.0] (-1.0 [-4.3, +2.0])`` adds the paired difference to the base with its CI.
-A difference that rounds to zero prints as ``0.0`` (never ``-0.0``). Bold marks the highest
-trained value of a column within a block when no other trained row shows the same value at the
-precision printed; a tie bolds nothing. The caption states how cells are computed and the
-evaluation protocol read from the evaluation summaries.
+A base row's cell reads ``30.0 [22.0, 38.0]`` (mean pass@1 in %, its 95% t-interval over the
+seeds); a trained row's ``29.0 [21.7, 37.0] (-1.0 [-4.3, +2.0])`` adds the paired difference to
+the base with its interval, and a trailing ``*`` when that difference's paired t-test survives
+Holm's correction over the row's benchmarks. A row of one seed has no interval and prints no
+brackets. A difference that rounds to zero prints as ``0.0`` (never ``-0.0``). Bold marks the
+highest trained value of a column within a block when no other trained row shows the same value
+at the precision printed; a tie bolds nothing. The caption (``gc2po.reporting.captions``) states
+how cells are computed and the evaluation protocol read from the evaluation summaries.
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ import html
 
 import pandas as pd
 
+from gc2po.reporting.captions import caption_notes
 from gc2po.reporting.names import RunNames, benchmark_name, method_name
 
 AVERAGE = "Average"
-PROTOCOL_KEYS = ("temperature", "top_p", "max_new_tokens", "backend")  # must agree across a table
-PER_BENCHMARK_KEYS = ("n", "grader")  # may differ between benchmarks, not within one
 
 
 def value(x: float) -> str:
@@ -29,67 +30,6 @@ def signed(x: float) -> str:
     """One decimal with a sign; anything that rounds to zero is ``0.0``."""
     rounded = round(float(x), 1)
     return "0.0" if rounded == 0 else f"{rounded:+.1f}"
-
-
-def protocol_text(protocols: list[dict], benchmarks: list[str]) -> str:
-    """One sentence naming the protocol of every evaluation in a table (n, temperature, top-p,
-    max tokens, backend, grader and versions); disagreeing files fail, naming both."""
-    first = protocols[0]
-    for p in protocols[1:]:
-        for key in PROTOCOL_KEYS:
-            if p.get(key) != first.get(key):
-                raise ValueError(
-                    f"table: evaluation protocols differ in {key!r}: {first['file']} has "
-                    f"{first.get(key)!r}, "
-                    f"{p['file']} has {p.get(key)!r}"
-                )
-    per_benchmark: dict[str, dict] = {}
-    for p in protocols:
-        seen = per_benchmark.setdefault(p["benchmark"], p)
-        for key in PER_BENCHMARK_KEYS:
-            if p.get(key) != seen.get(key):
-                raise ValueError(
-                    f"table: {p['benchmark']}: evaluations differ in {key!r}: {seen['file']} has "
-                    f"{seen.get(key)!r}, {p['file']} has {p.get(key)!r}"
-                )
-    ns = {b: per_benchmark[b]["n"] for b in benchmarks if b in per_benchmark}
-    usual_n = max(set(ns.values()), key=list(ns.values()).count)
-    exceptions = ", ".join(f"{benchmark_name(b)}: {n}" for b, n in ns.items() if n != usual_n)
-    graders = dict.fromkeys(per_benchmark[b]["grader"] for b in benchmarks if b in per_benchmark)
-    versions = dict(
-        sorted(
-            {
-                k: v
-                for b in benchmarks
-                if b in per_benchmark
-                for k, v in per_benchmark[b].get("grader_versions", {}).items()
-            }.items()
-        )
-    )
-    return (
-        f"n = {usual_n} sample{'s' if usual_n != 1 else ''} per problem"
-        + (f" ({exceptions})" if exceptions else "")
-        + f", temperature {first['temperature']}, top-p {first['top_p']}, at most "
-        f"{first['max_new_tokens']} new tokens,"
-        + f" {first['backend']} backend; grader: {', '.join(graders)}"
-        + (f" ({', '.join(f'{k} {v}' for k, v in versions.items())})" if versions else "")
-    )
-
-
-def caption_notes(cells: pd.DataFrame, protocol: str) -> str:
-    base_seeds = cells.loc[cells.model == "base", "seeds"].iloc[0].split(",")
-    return (
-        "Cells: mean pass@1 (%) over the problems of each benchmark and "
-        f"{len(base_seeds)} seed{'s' if len(base_seeds) != 1 else ''} ({', '.join(base_seeds)}), "
-        "with its 95% "
-        "bootstrap CI in brackets; for a trained model, in parentheses, the paired difference to "
-        "its base model "
-        "with the 95% CI of that difference (seeds and problems resampled jointly, 1000 "
-        "resamples). Average: the "
-        "mean of the benchmark means. Bold: the highest trained value of a column when no other "
-        "trained row "
-        f"shows the same value. Evaluation protocol: {protocol}."
-    )
 
 
 def _rows(cells: pd.DataFrame, benchmarks: list[str], names: RunNames):
@@ -115,17 +55,16 @@ def _rows(cells: pd.DataFrame, benchmarks: list[str], names: RunNames):
             yield block, model, label, [(wide.loc[(model, c)], best[c] == model) for c in columns]
 
 
-def _cell_text(cell, bold: bool, *, strong, small, number, before_difference=" ") -> str:
+def _cell_text(cell, bold: bool, *, strong, small, number, star, before_difference=" ") -> str:
     text = strong(value(cell["mean"])) if bold else value(cell["mean"])
-    text += " " + small(f"[{value(cell['ci_low'])}, {value(cell['ci_high'])}]")
+    if pd.notna(cell["ci_low"]):
+        text += " " + small(f"[{value(cell['ci_low'])}, {value(cell['ci_high'])}]")
     if pd.notna(cell.get("diff")):
-        text += (
-            f"{before_difference}({number(signed(cell['diff']))} "
-            + small(
-                f"[{number(signed(cell['diff_ci_low']))}, {number(signed(cell['diff_ci_high']))}]"
-            )
-            + ")"
-        )
+        text += f"{before_difference}({number(signed(cell['diff']))}"
+        if pd.notna(cell["diff_ci_low"]):
+            low, high = signed(cell["diff_ci_low"]), signed(cell["diff_ci_high"])
+            text += " " + small(f"[{number(low)}, {number(high)}]")
+        text += ")" + (star if cell.get("diff_holm_survives") == "yes" else "")
     return text
 
 
@@ -147,7 +86,8 @@ def to_markdown(
     ]
     for _, _, label, row in _rows(cells, benchmarks, names):
         texts = [
-            _cell_text(c, b, strong=lambda t: f"**{t}**", small=str, number=str) for c, b in row
+            _cell_text(c, b, strong=lambda t: f"**{t}**", small=str, number=str, star="\\*")
+            for c, b in row
         ]
         lines.append("| " + " | ".join([markdown_escape(label)] + texts) + " |")
     return "\n".join(lines + ["", markdown_escape(caption_notes(cells, protocol)), ""])
@@ -202,6 +142,7 @@ def to_latex(
                 strong=lambda t: f"\\textbf{{{t}}}",
                 small=lambda t: f"{{\\scriptsize {t}}}",
                 number=lambda t: f"${t}$",
+                star="$^*$",
             )
             for c, b in row
         ]
@@ -229,6 +170,7 @@ def to_html(
                     strong=lambda t: f"<b>{t}</b>",
                     small=lambda t: f"<small>{t}</small>",
                     number=str,
+                    star="*",
                     before_difference="<br>",
                 )
                 for c, b in row

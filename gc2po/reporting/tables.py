@@ -2,11 +2,14 @@
 
 One block per base model. Rows: the base model, then "+ method" in the paper's order; columns:
 benchmarks in the config's order and their Average (the mean of the benchmark means). Every
-cell holds the mean pass@1 (%) over seeds and problems with its 95% bootstrap CI; a trained
-row's cell adds the paired difference to the base model with its CI (the same seeds and
-problems resampled jointly). The CSV holds every number (means, CIs, paired differences, the
-paired t-test and sign-flip p-values across seeds, seeds, problems, source files); Markdown,
-LaTeX and HTML render it (``gc2po.reporting.table_format``).
+cell holds the mean pass@1 (%) over seeds and problems with its 95% t-interval over the
+per-seed means (``gc2po.reporting.stats``: an interval for these problems); a trained row's
+cell adds the paired difference to the base model with the t-interval of the per-seed
+differences, marked where its paired t-test survives Holm's correction over the row's
+benchmarks (the Average is not in the family). The CSV holds every number (means, intervals,
+paired differences, the paired t-test and sign-flip p-values across seeds, Holm-adjusted p,
+seeds, problems, source files) and names the interval and the family; Markdown, LaTeX and HTML
+render it (``gc2po.reporting.table_format``).
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gc2po.evaluation.grading_errors import check_graded
-from gc2po.reporting import layout, table_format
+from gc2po.reporting import captions, layout, table_format
 from gc2po.reporting.names import RunNames, benchmark_order, method_order
 from gc2po.reporting.stats import (
-    macro_bootstrap_ci,
-    paired_macro_bootstrap_diff,
+    check_graded,
+    mean_interval,
+    paired_interval,
     paired_macro_test,
     problem_pass_at_1,
 )
@@ -155,12 +158,8 @@ def _row_cells(
         raise ValueError(
             f"table: {block}/{model} shares no seed with the base model ({seeds} vs {base_seeds})"
         )
-    rows, own, mine, theirs = (
-        [],
-        [],
-        [],
-        [],
-    )  # own: [S, P] per benchmark; mine/theirs: paired with the base
+    # own: [S, P] per benchmark; mine, theirs: the row's and the base's on their shared seeds
+    rows, own, mine, theirs = [], [], [], []
     for benchmark in benchmarks:
         problems = scores.problems(block, benchmark, [model], seeds)
         own.append(scores.array(block, model, benchmark, seeds, problems))
@@ -181,19 +180,24 @@ def _row_cells(
             slice(i, i + 1) if row["benchmark"] != AVERAGE else slice(None)
         )  # the Average uses every benchmark
         row.update(block=block, model=model, seeds=",".join(map(str, seeds)))
-        row.update(
-            zip(("mean", "ci_low", "ci_high"), 100 * np.array(macro_bootstrap_ci(own[part])))
-        )
+        row.update(zip(("mean", "ci_low", "ci_high"), 100 * np.array(mean_interval(own[part]))))
+        row["interval"] = captions.interval_text(len(seeds))
         if trained:
             row["paired_seeds"] = ",".join(map(str, paired_seeds))
             row.update(
                 zip(
                     ("diff", "diff_ci_low", "diff_ci_high"),
-                    100 * np.array(paired_macro_bootstrap_diff(mine[part], theirs[part])),
+                    100 * np.array(paired_interval(mine[part], theirs[part])),
                 )
             )
             test = paired_macro_test(mine[part], theirs[part])
             row.update(diff_t_p=test.t_p_value, diff_sign_flip_p=test.sign_flip_p_value)
+            row["diff_interval"] = captions.interval_text(len(paired_seeds))
+    if trained:  # Holm over the row's benchmarks; the Average, their mean, is not in the family
+        adjusted, verdicts = captions.holm_verdicts([r["diff_t_p"] for r in rows[:-1]])
+        family = captions.holm_family_text(len(benchmarks))
+        for row, p, verdict in zip(rows, adjusted, verdicts):
+            row.update(diff_holm_p=p, diff_holm_survives=verdict, holm_family=family)
     return rows
 
 
@@ -209,9 +213,14 @@ CSV_COLUMNS = [
     "diff_ci_high",
     "diff_t_p",
     "diff_sign_flip_p",
+    "diff_holm_p",
+    "diff_holm_survives",
     "seeds",
     "paired_seeds",
     "problems",
+    "interval",
+    "diff_interval",
+    "holm_family",
     "sources",
 ]
 
@@ -269,7 +278,7 @@ def write_table(
     label -> display name, from the plan); returns the cells."""
     if not files:
         raise ValueError("table: no evaluation files")
-    protocol = table_format.protocol_text(read_protocols(files), benchmarks)
+    protocol = captions.protocol_text(read_protocols(files), benchmarks)
     cells = cell_table(files, order, benchmarks)
     outputs = {
         md: table_format.to_markdown(cells, benchmarks, title, protocol, names),

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gc2po.reporting.stats import bootstrap_ci, paired_bootstrap_diff
+from gc2po.reporting.stats import t_interval
 from gc2po.reporting.tables import EvalFile, write_table
 from tests.reporting.conftest import write_eval
 from tests.system_packages import ensure_debian_packages
@@ -84,18 +84,18 @@ def test_markdown_holds_cis_paired_differences_and_display_names(eval_root):
     assert "temperature 0.6, top-p 0.95, at most 96 new tokens" in md and "testbed oracle" in md
 
 
-def test_csv_cells_are_the_bootstrap_of_the_per_problem_scores(eval_root):
+def test_csv_cells_are_t_intervals_over_the_per_seed_values(eval_root):
     models = standard_models()
     out = write(eval_root, make_files(eval_root, models))
     cells = pd.read_csv(out["csv"])
     row = cells[(cells.model == "gc2po") & (cells.benchmark == "test_id")].iloc[0]
-    order = sorted(range(P), key=lambda i: f"p{i}")  # the table orders problems by id
-    mine, base = (np.array(models[m]["test_id"], float)[:, order] for m in ("gc2po", "base"))
+    mine, base = (np.array(models[m]["test_id"], float) for m in ("gc2po", "base"))
+    # per seed: the mean over problems, then the t-interval over the 3 seeds
     assert (row["mean"], row.ci_low, row.ci_high) == pytest.approx(
-        100 * np.array(bootstrap_ci(mine)), abs=1e-3
+        100 * np.array(t_interval(mine.mean(axis=1))), abs=1e-3
     )
     assert (row["diff"], row.diff_ci_low, row.diff_ci_high) == pytest.approx(
-        100 * np.array(paired_bootstrap_diff(mine, base)), abs=1e-3
+        100 * np.array(t_interval((mine - base).mean(axis=1))), abs=1e-3
     )
     assert row.diff_ci_low > 0  # 14 of 20 problems forced correct
     assert row.seeds == "0,1,2" and row.paired_seeds == "0,1,2" and row.problems == P
@@ -103,9 +103,12 @@ def test_csv_cells_are_the_bootstrap_of_the_per_problem_scores(eval_root):
         row.diff_sign_flip_p == 0.25
     )  # three positive per-seed differences: the smallest p for 3 seeds
     average = cells[(cells.model == "gc2po") & (cells.benchmark == "Average")].iloc[0]
-    assert average["mean"] == pytest.approx(
-        100 * np.mean([np.mean(models["gc2po"][b]) for b in BENCHMARKS]), abs=1e-3
+    per_seed = np.mean([np.mean(models["gc2po"][b], axis=1) for b in BENCHMARKS], axis=0)
+    assert (average["mean"], average.ci_low, average.ci_high) == pytest.approx(
+        100 * np.array(t_interval(per_seed)), abs=1e-3
     )
+    assert row.interval == "95% t-interval over 3 seeds, for these problems"
+    assert row.diff_interval == row.interval and "Average excluded" in row.holm_family
 
 
 def test_bold_marks_a_unique_best_and_no_tie(eval_root):
@@ -130,9 +133,43 @@ def test_a_method_with_fewer_seeds_says_so(eval_root):
     models = standard_models()
     models["grpo"] = {b: runs[:1] for b, runs in models["grpo"].items()}
     out = write(eval_root, make_files(eval_root, models))
-    assert "| + GRPO (1 seed: 0) |" in out["md"].read_text()
+    md = out["md"].read_text()
+    grpo_row = next(line for line in md.splitlines() if line.startswith("| + GRPO (1 seed: 0) |"))
+    # one seed: no interval, so no brackets, for its pass@1 and for its difference
+    assert "[" not in grpo_row and "(0.0)" in grpo_row
+    assert "1 seed: no CI." in md and "in brackets its 95% t-interval over 3 seeds" in md
     row = pd.read_csv(out["csv"]).query("model == 'grpo' and benchmark == 'test_id'").iloc[0]
-    assert str(row.paired_seeds) == "0"
+    assert str(row.paired_seeds) == "0" and row.interval == "1 seed: no CI"
+    assert pd.isna(row.ci_low) and pd.isna(row.diff_ci_low) and pd.isna(row.diff_holm_p)
+
+
+def test_one_seed_everywhere_prints_no_brackets_and_no_holm_marks(eval_root):
+    models = {m: {b: runs[:1] for b, runs in v.items()} for m, v in standard_models().items()}
+    md = write(eval_root, make_files(eval_root, models))["md"].read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| testbed") or "| +" in line]
+    assert len(rows) == 4 and not any("[" in r or "\\*" in r for r in rows), rows
+    assert "1 seed: no CI." in md and "t-interval" not in md and "Holm" not in md
+
+
+def test_holm_marks_a_difference_that_survives_over_the_rows_benchmarks(eval_root):
+    out = write(eval_root, make_files(eval_root, standard_models()))
+    cells = pd.read_csv(out["csv"]).set_index(["model", "benchmark"])
+    # GC2PO: 14 of 20 problems forced correct on all 3 seeds; GRPO equals the base (p = 1)
+    assert cells.loc[("gc2po", "test_id"), "diff_holm_survives"] == "yes"
+    assert cells.loc[("gc2po", "test_longer"), "diff_holm_survives"] == "yes"
+    assert cells.loc[("grpo", "test_id"), "diff_holm_survives"] == "no"
+    assert pd.isna(cells.loc[("gc2po", "Average"), "diff_holm_p"])  # not in the family
+    p = cells.loc[[("gc2po", "test_id"), ("gc2po", "test_longer")], "diff_t_p"].sort_values()
+    holm = [2 * p.iloc[0], max(2 * p.iloc[0], p.iloc[1])]  # m = 2 by hand
+    assert cells.loc[p.index, "diff_holm_p"].tolist() == pytest.approx(holm)
+    md = out["md"].read_text()
+    gc2po_row = next(line for line in md.splitlines() if line.startswith("| + GC2PO (paper) |"))
+    assert gc2po_row.count(")\\*") == 2  # both splits, not the Average
+    assert "survives Holm's correction at 5% over the 2 benchmark splits" in md
+    assert "(the Average excluded" in md
+    assert ")$^*$" in out["tex"].read_text() and ")*" in out["html"].read_text()
+    for text in (out["tex"].read_text(), out["html"].read_text()):
+        assert "95% t-interval over 3 seeds, for these problems" in text.replace("\\%", "%")
 
 
 def test_protocols_that_disagree_fail_naming_both_files(eval_root):
