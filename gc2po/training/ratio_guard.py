@@ -1,19 +1,37 @@
 """Guard against a silent mismatch between the sampling engine (vLLM) and the trainer.
 
-With vLLM generating and TRL's importance-sampling correction on, every step logs the mean
-per-token ratio pi_train / pi_vllm over the completions it trains on. When both engines hold the
-same weights it stays near 1 (inside [0.95, 1.05] in tests/vllm_cpu on CPU); weights that
-did not reach the engine (a skipped sync, the engine generating from stale weights after
-sleep/wake) or truncated sampling (top_p / top_k / min_p: vLLM's log-probs are those of the
-truncated distribution) move it away. One step outside the band warns; `patience` steps in a row
-stop the run, naming the step and the likely causes.
+With vLLM generating and TRL's importance-sampling correction on, every step logs
+``sampling/importance_sampling_ratio/mean`` over the completions it trains on. With
+delta_t = log pi_train(y_t) - log pi_vllm(y_t) per completion token (the trainer's log-prob at
+generation time minus vLLM's processed log-prob of the sampled token; a NaN from vLLM counts as
+0), TRL 1.16 logs, per process and then averaged over processes (``logged_ratio``):
+
+- ``token_truncate`` (config/paper.yaml): the mean over all completion tokens of the batch
+  (pooled, so long completions weigh more) of exp(delta_t) clipped to [clip_min, clip_max];
+- ``token_mask``: the same mean, tokens whose exp(delta_t) is outside the bounds counted as 0;
+- ``sequence_truncate``: the mean over sequences of exp(sum_t delta_t) (the ratio of the whole
+  completion), clipped;
+- ``sequence_mask`` (TRL's default): the same mean, sequences outside the bounds counted as 0.
+
+The per-token ratio has expectation 1 under vLLM's sampling distribution whatever the two
+policies are (E_q[p/q] = sum p = 1), so in the token modes stale engine weights do not move the
+logged mean's expectation: it leaves 1 only through the mass clipped or masked above clip_max
+(3) and through sampling noise, that is, when the mismatch is gross. Truncated sampling
+(top_p / top_k / min_p) does bias it below 1 (the sampled support holds less than all of
+pi_train's mass). How many steps of stale weights the guard needs, by learning rate, and its
+false alarms: docs/benchmarks.md ("Ratio guard", benchmarks/ratio_guard_power.py). One step
+outside the band warns; ``patience`` steps in a row stop the run, naming the step and the likely
+causes.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+IMPORTANCE_SAMPLING_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 LIKELY_CAUSES = (
     "the engine is generating from stale weights (a weight sync skipped or lost, e.g. after "
@@ -72,6 +90,51 @@ class RatioGuard:
             f"{where} ({self._outside}/{self.patience} before the run stops)", stacklevel=2
         )
         return "warn"
+
+
+def replay(
+    means: Sequence[float], low: float = 0.95, high: float = 1.05, patience: int = 3
+) -> tuple[list[int], int | None]:
+    """The guard's verdicts on a run's logged means (step i = ``means[i - 1]``): the steps that
+    warned, and the step that stopped the run (None when none did)."""
+    guard, warned = RatioGuard(low, high, patience), []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for step, mean in enumerate(means, start=1):
+            try:
+                if guard.observe(step, mean) == "warn":
+                    warned.append(step)
+            except RatioMismatchError:
+                return warned, step
+    return warned, None
+
+
+def logged_ratio(
+    log_ratio, mask, mode: str, clip_min: float | None = None, clip_max: float | None = 3.0
+) -> float:
+    """TRL 1.16's ``sampling/importance_sampling_ratio/mean`` of one process's generation batch.
+
+    log_ratio: (B, T) trainer minus vLLM log-prob of each sampled token (NaN where vLLM gave
+    none); mask: (B, T), 1 on completion tokens. The module docstring says what each mode logs.
+    """
+    import torch
+
+    if mode not in IMPORTANCE_SAMPLING_MODES:
+        raise ValueError(
+            f"vllm_importance_sampling_mode must be one of {IMPORTANCE_SAMPLING_MODES}, "
+            f"got {mode!r}"
+        )
+    delta = torch.nan_to_num(log_ratio * mask, nan=0.0)
+    sequence_level = mode.startswith("sequence")
+    ratio = torch.exp(delta.sum(dim=-1, keepdim=True) if sequence_level else delta)
+    if mode.endswith("truncate"):
+        ratio = torch.clamp(ratio, min=clip_min, max=clip_max)
+    else:
+        low = -math.inf if clip_min is None else clip_min
+        high = math.inf if clip_max is None else clip_max
+        ratio = ratio.masked_fill((ratio < low) | (ratio > high), 0.0)
+    flat = ratio.flatten() if sequence_level else ratio[mask.bool()]
+    return float(flat.mean()) if flat.numel() else 0.0
 
 
 def truncated_sampling_keys(top_p: float, top_k: int | None, min_p: float | None) -> list[str]:
