@@ -4,9 +4,10 @@ a healthy one. vLLM's CPU build (.venv-vllm, ci/vllm_cpu_env.sh), colocated; TRL
 truncated importance sampling (``token_truncate``, clip 3) and the default band [0.95, 1.05] with
 patience 3, as in config/paper.yaml.
 
-Model: a random-initialised model of SmolLM2-135M's shape (Llama, hidden 576, 30 layers,
-vocab 49,152); GRPO (beta 0), K = 4, 2 prompts per step, 32-token completions at temperature 0.6,
-AdamW with weight decay 0.01, a reward that varies inside groups (benchmarks/_training.py).
+Model: a random-initialised model of SmolLM2-135M's shape (Llama, hidden 576, 30 layers or
+``--layers``, vocab 49,152); GRPO (beta 0), K = 4, 2 prompts per step, 32-token completions at
+temperature 0.6, AdamW with weight decay 0.01, a reward that varies inside groups
+(benchmarks/_training.py).
 
 Detection: one run per learning rate whose weight syncs are all skipped from step
 ``--skip-from`` on (the benchmark's hook around the engine's ``sync_weights``, which TRL calls
@@ -20,7 +21,9 @@ Healthy: ``--healthy-steps`` steps at ``--healthy-lr`` with every sync. Besides 
 trains, every step's per-token log-ratios give what the other three modes would log for the same
 samples (``logged_ratio``, TRL's formulas; the token_truncate value is checked against TRL's).
 
-    OMP_NUM_THREADS=1 .venv-vllm/bin/python benchmarks/ratio_guard_power.py [--out FILE.json]
+    OMP_NUM_THREADS=1 .venv-vllm/bin/python benchmarks/ratio_guard_power.py [--layers 12]
+        [--out FILE.json]          # docs/benchmarks.md, "Ratio guard": 12 layers, 52 min
+    python benchmarks/ratio_guard_power.py --report FILE.json    # the tables again
 """
 
 from __future__ import annotations
