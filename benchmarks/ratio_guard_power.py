@@ -47,7 +47,6 @@ from gc2po.training.ratio_guard import IMPORTANCE_SAMPLING_MODES, logged_ratio, 
 
 MODE, CLIP_MAX, LOW, HIGH, PATIENCE = "token_truncate", 3.0, 0.95, 1.05, 3  # config/paper.yaml
 LOGGED = "sampling/importance_sampling_ratio/mean"
-LOGP_DIFFERENCE = "sampling/sampling_logp_difference/mean"
 SKIP_COUNTS = (1, 2, 5)  # and every sync from --skip-from on
 
 
