@@ -26,7 +26,7 @@ def pytest_collection_finish(session):
 
 
 def _guarded(item):
-    """One phase of a test, in which starting a listed package's program that the test's
+    """A test's setup or call, in which starting a listed package's program that the test's
     ``system`` markers do not name fails the test, naming the package."""
     GUARD.start()
     try:
@@ -52,13 +52,10 @@ def pytest_runtest_setup(item):
     return (yield from _guarded(item))
 
 
+# Teardown is not guarded: a module's or session's fixtures end in the teardown of whichever
+# test ran last, which need not be one that uses them (the SLURM cluster stops with scancel).
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    return (yield from _guarded(item))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item):
     return (yield from _guarded(item))
 
 

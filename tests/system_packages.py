@@ -7,9 +7,9 @@ tests/conftest.py calls :func:`prepare` once the selection is known (paths, ``-k
 packages that the selected tests name and that are missing are installed (root with apt-get);
 where that is impossible (not root, no apt-get) the tests that name them skip and say why. A test
 that names no package never causes apt-get to run. Two checks keep the markers honest: while a
-test runs, :class:`ProgramGuard` fails it when it starts a listed package's program that its
-markers do not name, and tests/test_system_packages.py checks the markers against the programs
-each test file calls.
+test's setup and body run, :class:`ProgramGuard` fails it when it starts a listed package's
+program that its markers do not name, and tests/test_system_packages.py checks the markers
+against the programs each test file calls.
 """
 
 from __future__ import annotations
@@ -84,13 +84,13 @@ def program_package(executable, args, entries: list[Entry]) -> str | None:
 
 
 class ProgramGuard:
-    """Records, while a test phase runs, the listed packages whose programs were started in this
-    process (CPython's ``subprocess.Popen`` audit event): a program a test starts must be named
-    by its ``system`` marker, or a fresh machine would lack it when that test runs alone."""
+    """Records, while a test's setup or body runs, the listed packages whose programs were started
+    in this process (CPython's ``subprocess.Popen`` audit event): a program a test starts must be
+    named by its ``system`` marker, or a fresh machine would lack it when that test runs alone."""
 
     def __init__(self):
         self.entries = read_list()
-        self.started: set[str] | None = None  # None: not inside a test phase
+        self.started: set[str] | None = None  # None: outside a test's setup and body
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args: tuple) -> None:
