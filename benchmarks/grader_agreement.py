@@ -8,9 +8,17 @@ construction).
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
+from pathlib import Path
 
-from tests.evaluation.test_grader_agreement import MATH_VERIFY, load_cases, report, tally
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's tests package
+from tests.evaluation.test_grader_agreement import (  # noqa: E402
+    MATH_VERIFY,
+    load_cases,
+    report,
+    tally,
+)
 
 
 def main() -> None:
