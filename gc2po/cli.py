@@ -23,9 +23,10 @@ def _train(ns):
     precheck(
         run
     )  # before torch, transformers and trl are imported: bad input fails within a second
-    from gc2po.training.train import train
+    from gc2po.training.train import exit_launched_process, train
 
     train(run)
+    exit_launched_process(0)  # under accelerate launch: exit 0 without interpreter teardown
 
 
 def _plan(ns):

@@ -7,17 +7,65 @@ import json
 
 import pytest
 
-from ci.system_packages import cannot_install_reason, install, read_list
+from tests.system_packages import MARKER, MARKER_HELP, ProgramGuard, marked_packages, prepare
+
+UNAVAILABLE = pytest.StashKey[dict]()  # package -> why it is missing and cannot be installed
+GUARD = ProgramGuard()
 
 
-def pytest_sessionstart(session):
-    """Install the Debian packages of system-packages.txt that are missing, once, before any test
-    runs: a test that reaches the sandbox (or SLURM, or LaTeX) must not find them absent on a
-    fresh machine. Where installing is impossible (not root, no apt-get) the tests that need a
-    package skip and say why (tests/system_packages.py)."""
-    entries = read_list()
-    if any(e.missing() for e in entries) and cannot_install_reason() is None:
-        install(entries)
+def pytest_configure(config):
+    config.addinivalue_line("markers", MARKER_HELP)
+
+
+def pytest_collection_finish(session):
+    """Once the selection is known: install the missing Debian packages that the selected tests
+    name with the ``system`` marker (tests/system_packages.py), and nothing for a test that names
+    none. Where installing is impossible (not root, no apt-get) those tests skip and say why."""
+    if not session.config.option.collectonly:
+        session.config.stash[UNAVAILABLE] = prepare(session.items)
+
+
+def _guarded(item):
+    """A test's setup or call, in which starting a listed package's program that the test's
+    ``system`` markers do not name fails the test, naming the package."""
+    GUARD.start()
+    try:
+        result = yield
+    finally:
+        unmarked = GUARD.stop(item)
+    if unmarked:
+        names = ", ".join(repr(p) for p in sorted(unmarked))
+        pytest.fail(
+            f"{item.nodeid} runs a program of the Debian package(s) {names} of "
+            f"system-packages.txt without naming it: add @pytest.mark.{MARKER}({names})",
+            pytrace=False,
+        )
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    unavailable = item.config.stash.get(UNAVAILABLE, {})
+    reasons = [unavailable[p] for p in sorted(marked_packages(item)) if p in unavailable]
+    if reasons:
+        pytest.skip("; ".join(reasons))
+    return (yield from _guarded(item))
+
+
+# Teardown is not guarded: a module's or session's fixtures end in the teardown of whichever
+# test ran last, which need not be one that uses them (the SLURM cluster stops with scancel).
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _guarded(item))
+
+
+@pytest.fixture(autouse=True)
+def _git_revision_per_test():
+    """gc2po.evaluation.provenance runs git once per process (cached): cleared before each test,
+    so that every test reaching it starts git and the guard sees each, whatever ran before."""
+    from gc2po.evaluation.provenance import git_revision
+
+    git_revision.cache_clear()
 
 
 CORPUS = [

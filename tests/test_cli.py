@@ -16,6 +16,8 @@ import yaml
 from gc2po.cli import build_parser, main
 from tests.reporting.conftest import write_eval
 
+# an evaluation records the code's git revision (gc2po.evaluation.provenance)
+pytestmark = pytest.mark.system("git")
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "config" / "examples"
 

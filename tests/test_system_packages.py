@@ -1,15 +1,20 @@
 """Every external program that the code or the tests run is installed by the project's own files:
-a Debian package of system-packages.txt, or a console script of a Python dependency."""
+a Debian package of system-packages.txt, or a console script of a Python dependency; the tests
+that run one name its package (``system`` marker), and a run installs only what its selected
+tests name (tests/system_packages.py)."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.metadata
 from pathlib import Path
 
 import pytest
 
 from ci.system_packages import package_for, read_list
+from tests.conftest import UNAVAILABLE
+from tests.system_packages import MARKER, marked_packages
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ["gc2po", "tests", "workflow", "benchmarks", "ci", "Snakefile"]
@@ -42,8 +47,7 @@ def _runner_name(func: ast.expr) -> str:
 
 def _program_names(tree: ast.AST) -> set[str]:
     """Literal program names: the first element of a literal argv given to subprocess, an argument
-    of shutil.which, and the commands of {command: package} dicts given to ensure_debian_packages
-    or named *_PACKAGES."""
+    of shutil.which, and the commands of {command: package} dicts named *_PACKAGES."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -53,8 +57,6 @@ def _program_names(tree: ast.AST) -> set[str]:
                 first = first.elts[0]
             if func in RUNNERS and isinstance(first, ast.Constant) and isinstance(first.value, str):
                 names.add(first.value)
-            if func == "ensure_debian_packages" and isinstance(first, ast.Dict):
-                names |= {k.value for k in first.keys if isinstance(k, ast.Constant)}
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
             if any(isinstance(t, ast.Name) and t.id.endswith("_PACKAGES") for t in node.targets):
                 names |= {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
@@ -137,7 +139,76 @@ def test_a_line_without_a_command_is_refused_naming_the_line(tmp_path):
         read_list(bad)
 
 
-def test_after_the_session_start_nothing_listed_is_missing():
-    """tests/conftest.py installed the list when this session started (CI is root with apt)."""
-    missing = {e.package: e.missing() for e in read_list() if e.missing()}
-    assert not missing, missing
+def test_the_selected_tests_packages_are_there_or_their_tests_skip(request):
+    """This session's selection: every package its tests name was installed at collection, or
+    is recorded with the reason those tests skip (not root, no apt-get)."""
+    named = set().union(*(marked_packages(item) for item in request.session.items))
+    unavailable = request.config.stash[UNAVAILABLE]
+    missing = {e.package for e in read_list() if e.package in named and e.missing()}
+    assert missing == set(unavailable), (missing, unavailable)
+
+
+# --- the markers agree with the scan ---------------------------------------------------------
+
+
+def _test_modules() -> list[Path]:
+    return sorted((ROOT / "tests").rglob("test_*.py"))
+
+
+def _imported_test_helpers(path: Path) -> list[Path]:
+    """The files of tests/ that ``path`` imports (``from tests.x.y import ...``), one level."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."):
+            found.append(ROOT / (node.module.replace(".", "/") + ".py"))
+    return [f for f in found if f.is_file()]
+
+
+def _scanned_packages(path: Path) -> dict[str, str]:
+    """{package: program} for the listed programs that ``path`` and the test helpers it imports
+    run (the scan above)."""
+    programs = set()
+    for source in [path, *_imported_test_helpers(path)]:
+        programs |= _program_names(ast.parse(source.read_text()))
+    return {package_for(p): p for p in sorted(programs) if package_for(p) is not None}
+
+
+def _module_markers(path: Path) -> set[str]:
+    """The packages named by the ``system`` markers of a test module: its ``pytestmark`` and
+    those of its test functions and classes."""
+    module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    holders = [module] + [
+        value for name, value in vars(module).items() if name.startswith(("test_", "Test"))
+    ]
+    named = set()
+    for holder in holders:
+        marks = getattr(holder, "pytestmark", [])
+        for mark in marks if isinstance(marks, list) else [marks]:
+            mark = getattr(mark, "mark", mark)  # a MarkDecorator (pytestmark = ...) or a Mark
+            if mark.name == MARKER:
+                named |= set(mark.args)
+    return named
+
+
+def test_a_test_file_that_runs_a_listed_program_names_its_package():
+    """The scan's programs, per test file (and the tests/ helpers it imports), against the file's
+    ``system`` markers; the conftest's guard checks each test while it runs."""
+    checked, unnamed = 0, {}
+    for path in _test_modules():
+        wanted = _scanned_packages(path)
+        if wanted:
+            checked += 1
+            named = _module_markers(path)
+            lacking = {pkg: prog for pkg, prog in wanted.items() if pkg not in named}
+            if lacking:
+                unnamed[str(path.relative_to(ROOT))] = lacking
+    assert checked >= 4  # the hostile-sample and hardening, LaTeX and SLURM tests
+    assert not unnamed, f"test files that run these programs without naming the package: {unnamed}"
+
+
+def test_the_whole_suite_names_every_listed_package():
+    """So ``python3 -m pytest -q`` on a fresh machine installs the whole list, as before."""
+    named = set().union(
+        *(_module_markers(p) for p in _test_modules() if f"mark.{MARKER}" in p.read_text())
+    )
+    assert named == {e.package for e in read_list()}

@@ -16,13 +16,22 @@ from gc2po.evaluation.final_answer import (
     response_text,
 )
 
-GRADER_VERSION = "2"  # bump when a verdict can change; evaluation outputs record it
+GRADER_VERSION = "3"  # bump when a verdict can change; evaluation outputs record it
 PARSE_TIMEOUT_S = 5
 MAX_CANDIDATES = 4
 LATEX_MARKERS = re.compile(r"[\\{}$]")
 MATH_DELIMITERS = re.compile(r"\$|\\\[|\\\(|\\boxed")
 THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 PROSE = re.compile(r"[A-Za-z]{2,}\s+[A-Za-z]{2,}")
+# Program text is no mathematical expression, though math-verify reads ``compute() or 0``,
+# ``int(input()) or 0`` and ``def f(): return 5`` as their trailing number: a Python keyword
+# that is no English word (``\lambda`` is LaTeX), a call without arguments, or a call of a
+# Python builtin. Other calls of multi-letter names stay mathematics (``rx(t)``: r times x(t)).
+PROGRAM_KEYWORDS = re.compile(r"(?<!\\)\b(?:def|lambda|elif)\b")
+CALL = re.compile(r"(?<![\\\w])([A-Za-z_]\w*)\s*\(\s*(\)?)")
+PYTHON_BUILTINS = frozenset(
+    "int len input print range str float list dict tuple open sorted enumerate zip".split()
+)
 
 
 def _extraction():
@@ -73,6 +82,15 @@ def parse_answer(text: str):
     return _parse(f"${text}$") or _parse(f"\\boxed{{{text}}}") or _parse(text)
 
 
+def is_program_text(text: str) -> bool:
+    """Whether an answer text reads as a program rather than mathematics (PROGRAM_KEYWORDS,
+    CALL): ``compute() or 0``, ``int(input())``, ``def f(): return 5``; not ``f(3) = 9``,
+    ``\\sqrt{2}``, ``\\lambda + 1``, ``\\log_2(8)``, ``max(a, b)``, ``rx(t)``."""
+    if PROGRAM_KEYWORDS.search(text):
+        return True
+    return any(empty or name in PYTHON_BUILTINS for name, empty in CALL.findall(text))
+
+
 def _first_parsed(texts: list[str]):
     """The first text that parses to a mathematical object, else the first that parses at all
     (math-verify keeps an unparsable answer as a string). At most MAX_CANDIDATES are tried, so a
@@ -105,8 +123,8 @@ def grade_math(completion: str, gold: str, *, exact_match_fallback: bool = True)
     from math_verify import verify
 
     candidates = final_answer_candidates(completion)
-    if not candidates:
-        return False  # no stated final answer: numbers elsewhere in the text do not count
+    if not candidates or any(is_program_text(c) for c in candidates):
+        return False  # no stated answer, or a program's text: numbers in it do not count
     group = last_box_group(response_text(completion))
     if (
         exact_match_fallback

@@ -143,13 +143,16 @@ SIMD_FLAGS = (
 FINGERPRINT_PACKAGES = ("torch", "transformers", "trl", "numpy", "vllm")
 
 
-def _cpuinfo() -> tuple[str | None, list[str]]:
-    """(CPU model name, its SIMD flags of SIMD_FLAGS) from /proc/cpuinfo; (platform's answer,
-    []) where there is none (not Linux)."""
+def _cpuinfo() -> str:
     try:
-        text = Path("/proc/cpuinfo").read_text()
+        return Path("/proc/cpuinfo").read_text()
     except OSError:
-        return platform.processor() or None, []
+        return ""  # not Linux
+
+
+def _cpu_model_and_flags(text: str) -> tuple[str | None, list[str]]:
+    """(CPU model name, its SIMD flags of SIMD_FLAGS) from a /proc/cpuinfo text; (platform's
+    answer, []) where there is none."""
     fields: dict[str, str] = {}
     for line in text.splitlines():  # one block per CPU: the first block's values
         key, sep, value = line.partition(":")
@@ -157,17 +160,23 @@ def _cpuinfo() -> tuple[str | None, list[str]]:
             fields.setdefault(key.strip(), value.strip())
     model = fields.get("model name") or fields.get("Model name") or fields.get("cpu model")
     flags = set(fields.get("flags", fields.get("Features", "")).split())
-    return model, [flag for flag in SIMD_FLAGS if flag in flags]
+    return model or platform.processor() or None, [flag for flag in SIMD_FLAGS if flag in flags]
 
 
 def machine_fingerprint() -> dict:
-    """Where the numbers were computed: CPU model and SIMD flags, the ISA torch dispatches to
+    """Where the numbers were computed: CPU model and SIMD flags, the CPU's vendor, family,
+    model, stepping and microcode (``cpu_id``), the ISA torch dispatches to
     (``ATEN_CPU_CAPABILITY`` lowers it), the env settings of FINGERPRINT_ENV (None: unset),
-    torch's thread counts, the GPUs torch sees and the library versions. Same fingerprint and
-    same inputs: same bytes; another fingerprint may round floats differently."""
+    torch's thread counts, the GPUs torch sees, the library versions, every installed package
+    (``packages``: the sorted ``name==version`` list and its sha256) and the kernels oneDNN, MKL
+    and numpy's BLAS chose (``kernels``, gc2po.evaluation.machine). Same fingerprint and same
+    inputs: same bytes (docs/results.md); another fingerprint may round floats differently."""
     import torch
 
-    model, flags = _cpuinfo()
+    from gc2po.evaluation.machine import cpu_identity, installed_packages, kernel_choices
+
+    cpuinfo = _cpuinfo()
+    model, flags = _cpu_model_and_flags(cpuinfo)
     gpus = (
         [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         if torch.cuda.is_available()
@@ -175,6 +184,7 @@ def machine_fingerprint() -> dict:
     )
     return {
         "cpu": model,
+        "cpu_id": cpu_identity(cpuinfo),
         "architecture": platform.machine(),
         "cpu_flags": flags,
         "cpu_count": os.cpu_count(),
@@ -187,4 +197,6 @@ def machine_fingerprint() -> dict:
             "python": platform.python_version(),
             **{name: package_version(name) for name in FINGERPRINT_PACKAGES},
         },
+        "kernels": kernel_choices(),
+        "packages": installed_packages(),
     }

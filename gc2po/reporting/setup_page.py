@@ -98,6 +98,31 @@ def _protocol_text(summaries: list[Path]) -> str:
     )
 
 
+def _cpu_id_text(cpu_id: dict | None) -> str:
+    if not cpu_id:
+        return "not recorded"  # a summary written before the fingerprint held it
+    return (
+        f"{cpu_id['vendor']} family {cpu_id['family']} model {cpu_id['model']} "
+        f"stepping {cpu_id['stepping']}, microcode {cpu_id['microcode']}"
+    )
+
+
+def _kernels_text(kernels: dict | None) -> str:
+    if not kernels:
+        return "not recorded"
+    onednn, mkl, blas = kernels["onednn"], kernels["mkl"], kernels["numpy_blas"]
+    return (
+        f"oneDNN {onednn['version']}: {onednn['isa']}; MKL {mkl['version']}: {mkl['isa']}; "
+        f"numpy {blas['name']} {blas['version']}: {blas['core']}"
+    )
+
+
+def _packages_text(packages: dict | None) -> str:
+    if not packages:
+        return "not recorded"
+    return f"{packages['count']} installed, sha256 {packages['sha256'][:16]}"
+
+
 def _machine_rows(summaries: list[Path]) -> pd.DataFrame:
     """One row per distinct machine fingerprint (provenance.machine_fingerprint) among the
     summaries, with how many evaluations it computed; summaries written before the fingerprint
@@ -118,12 +143,15 @@ def _machine_rows(summaries: list[Path]) -> pd.DataFrame:
         rows.append(
             {
                 "CPU": cpu,
+                "CPU id": _cpu_id_text(machine.get("cpu_id")),
                 "SIMD flags": " ".join(machine["cpu_flags"]),
                 "torch ISA": machine["torch_cpu_capability"],
+                "kernels": _kernels_text(machine.get("kernels")),
                 "torch threads": machine["torch_threads"],
                 "GPUs": ", ".join(machine["gpus"]) or "none",
                 "env overrides": env or "none",
                 "versions": ", ".join(f"{k} {v}" for k, v in machine["versions"].items() if v),
+                "packages": _packages_text(machine.get("packages")),
                 "evaluations": count,
             }
         )

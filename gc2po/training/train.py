@@ -24,7 +24,11 @@ only the run it started.
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import sys
+import threading
 from pathlib import Path
 
 import torch
@@ -94,7 +98,30 @@ def train(run: dict, log=print) -> Path:
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(final)
     trainer.accelerator.wait_for_everyone()
-    # destroy the process group (and end trackers) before the interpreter exits, as torch asks;
-    # exit-time teardown is then left with less to do
-    trainer.accelerator.end_training()
+    trainer.accelerator.end_training()  # trackers ended, process group destroyed (as torch asks)
     return final
+
+
+def exit_launched_process(status: int = 0) -> None:
+    """End a process started by ``accelerate launch``/torchrun (``WORLD_SIZE`` > 1) with
+    ``status`` without Python's interpreter finalization; return in a single process.
+
+    Why (torch 2.13 + CPython 3.11, reproduced by ``benchmarks/gloo_exit_abort.py``, numbers in
+    docs/benchmarks.md): a gloo worker thread of a process group that is still referenced
+    (DeepSpeed's groups, DDP's) releases its last collective (``AsyncAllgatherWork``) after the
+    caller's wait returned. Releasing a tensor that has a Python object takes the GIL; once
+    ``Py_FinalizeEx`` has begun, ``take_gil`` ends the thread with ``pthread_exit``, whose
+    unwinding through the noexcept work destructor calls ``std::terminate``: "terminate called
+    without an active exception", SIGABRT, after every output was written (pytorch/pytorch#190489;
+    ``destroy_process_group`` does not help, the groups outlive it). Here the atexit callbacks
+    and the non-daemon threads finish as at a normal exit, the streams are flushed, and the
+    process ends before finalization begins, so no thread can be caught in it."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()  # logging.shutdown, temporary files, ... (what exit would run)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

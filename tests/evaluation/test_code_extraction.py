@@ -33,6 +33,7 @@ def test_raw_completion_and_non_python_fences_are_kept_as_is():
     assert extract_code("```bash\nls\n```", "") == "```bash\nls\n```"
 
 
+@pytest.mark.system("bubblewrap", "util-linux", "python3-minimal")
 def test_extracted_code_passes_the_humaneval_check():
     prompt = 'def add(a, b):\n    """Sum of a and b."""\n'
     test = "def check(candidate):\n    assert candidate(2, 3) == 5\n"

@@ -12,6 +12,8 @@ import yaml
 
 from gc2po.cli import main
 
+# an evaluation records the code's git revision (gc2po.evaluation.provenance)
+pytestmark = pytest.mark.system("git")
 ROOT = Path(__file__).resolve().parents[2]
 MIRRORS = VENDORED = ROOT / "data" / "benchmarks"  # vendored copies (data/benchmarks/README.md)
 

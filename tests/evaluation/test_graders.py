@@ -11,6 +11,7 @@ from gc2po.evaluation.graders import (
     grade_math,
     grade_none_answer,
     grade_record,
+    is_program_text,
 )
 
 MIRRORS = (
@@ -155,6 +156,34 @@ def test_stated_answers_the_field_accepts(completion, gold):
 )
 def test_unstated_or_wrong_answers_do_not_count(completion, gold):
     assert grade_math(completion, gold) is False
+
+
+@pytest.mark.parametrize(
+    "completion, gold",
+    [
+        ("\\boxed{x = compute() or 0}", "0"),  # math-verify alone reads these as 0, 0, 5
+        ("The answer is \\boxed{int(input()) or 0}.", "0"),
+        ("\\boxed{def f(): return 5}", "5"),
+        ("\\boxed{len(s) or 0}", "0"),
+        ("\\boxed{solve() or 7}", "7"),
+        ("The answer is: lambda: 3", "3"),
+        ("\\boxed{print(4) or 4}", "4"),
+    ],
+)
+def test_a_program_text_is_not_graded_equal_to_a_number(completion, gold):
+    """A box (or statement) holding a program is no mathematical answer, though its trailing
+    number would parse: no verdict of math-verify's on it counts."""
+    assert grade_math(completion, gold) is False
+    assert is_program_text(completion)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["f(3) = 9", "\\sqrt{2}", "\\log_2(8)", "\\max(2, 3)", "P(A) = 1/2", "2\\lambda", "rx(t)"],
+)
+def test_mathematics_with_calls_is_not_program_text(answer):
+    assert not is_program_text(answer)
+    assert grade_math(f"\\boxed{{{answer}}}", answer) is True
 
 
 @pytest.mark.parametrize(

@@ -23,8 +23,9 @@ from gc2po.evaluation.sandbox import (
     run_python,
     sandbox_description,
 )
-from tests.system_packages import ensure_debian_packages
 
+# bubblewrap; setpriv drops root to nobody; a Python that nobody can run
+pytestmark = pytest.mark.system("bubblewrap", "util-linux", "python3-minimal")
 LIMITS = dict(timeout=5, cpu_seconds=3, memory_mb=512)
 # A wrong variant of every canonical solution: its answer, changed after the fact.
 WRONG = """
@@ -44,13 +45,6 @@ def {entry_point}(*args, **kwargs):
         return type(value)([*value, 0])
     return 0 if value is None else None
 """
-
-
-@pytest.fixture(scope="module", autouse=True)
-def bubblewrap():
-    reason = ensure_debian_packages({"bwrap": "bubblewrap"})
-    if reason:
-        pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import pytest
 
 from gc2po.evaluation import sandbox_cgroup, sandbox_host
 from gc2po.evaluation.sandbox import run_python
-from tests.system_packages import ensure_debian_packages
 
 # /proc/self/cgroup of a v1/v2 hybrid host (the development machine's own)
 HYBRID = """9:name=systemd:/
@@ -72,10 +71,8 @@ def test_no_cgroup_without_root(monkeypatch):
     assert sandbox_cgroup.detect_cgroup_layout() == (None, "not root, so no per-sample cgroup")
 
 
+@pytest.mark.system("bubblewrap", "util-linux", "python3-minimal")
 def test_every_sample_cgroup_is_removed_after_its_run():
-    reason = ensure_debian_packages({"bwrap": "bubblewrap"})
-    if reason:
-        pytest.skip(reason)
     layout = sandbox_host.sandbox_setup().cgroups
     if layout is None:
         pytest.skip(

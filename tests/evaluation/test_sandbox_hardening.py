@@ -16,8 +16,11 @@ import pytest
 from gc2po.evaluation import sandbox_command, sandbox_host, sandbox_seccomp
 from gc2po.evaluation.sandbox import run_python
 
-# the hostile-sample module's grader call (its problem) and its bubblewrap fixture, autouse here too
-from tests.evaluation.test_sandbox_hostile import NOBODY, bubblewrap, grade  # noqa: F401
+# the hostile-sample module's grader call (its problem)
+from tests.evaluation.test_sandbox_hostile import NOBODY, grade
+
+# the sandbox's packages, and coreutils for the host-side peer (cat)
+pytestmark = pytest.mark.system("bubblewrap", "util-linux", "python3-minimal", "coreutils")
 
 # 16 threads alive at once (they meet at a barrier), as a worker pool's are
 THREADED = """    import threading

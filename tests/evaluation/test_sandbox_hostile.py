@@ -19,7 +19,6 @@ import pytest
 
 from gc2po.evaluation import sandbox_host
 from gc2po.evaluation.sandbox import grade_code, run_humaneval
-from tests.system_packages import ensure_debian_packages
 
 PROBLEM = {
     "prompt": 'def add(a, b):\n    """Return a + b."""\n',
@@ -29,16 +28,11 @@ PROBLEM = {
     "entry_point": "add",
 }
 CORRECT = "    return a + b\n"
+# the sandbox's packages, and coreutils for the host-side peers (sleep)
+pytestmark = pytest.mark.system("bubblewrap", "util-linux", "python3-minimal", "coreutils")
 WRONG = "    return a - b\n"
 CHECKOUT = Path(__file__).resolve().parents[2]
 NOBODY = 65534
-
-
-@pytest.fixture(scope="module", autouse=True)
-def bubblewrap():
-    reason = ensure_debian_packages({"bwrap": "bubblewrap"})
-    if reason:
-        pytest.skip(reason)
 
 
 def grade(completion: str, **limits):

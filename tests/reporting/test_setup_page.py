@@ -31,6 +31,20 @@ def fingerprint(cpu: str, capability: str, **env: str) -> dict:
         "env": {"ATEN_CPU_CAPABILITY": None, **env},
         "gpus": [],
         "versions": {"python": "3.11.7", "torch": "2.13.0", "vllm": None},
+        "cpu_id": {
+            "vendor": "AuthenticAMD" if "AMD" in cpu else "GenuineIntel",
+            "family": "25",
+            "model": "17",
+            "model_name": cpu,
+            "stepping": "1",
+            "microcode": "0x1000065",
+        },
+        "kernels": {
+            "onednn": {"version": "v3.12.0", "isa": "Intel AVX2"},
+            "mkl": {"version": "2024.2", "isa": "Intel(R) Architecture processors"},
+            "numpy_blas": {"name": "scipy-openblas", "version": "0.3.31", "core": "Zen"},
+        },
+        "packages": {"sha256": "ab" * 32, "count": 3, "list": ["a==1", "b==2", "c==3"]},
     }
 
 
@@ -65,6 +79,14 @@ def test_setup_page_lists_each_machine_with_its_evaluations(tmp_path):
     assert list(rows["torch ISA"][:2]) == ["AVX512", "AVX2"]
     assert list(rows["env overrides"][:2]) == ["none", "ATEN_CPU_CAPABILITY=avx2"]
     assert rows["versions"].iloc[0] == "python 3.11.7, torch 2.13.0"  # absent packages left out
+    assert rows["CPU id"].iloc[0] == (
+        "AuthenticAMD family 25 model 17 stepping 1, microcode 0x1000065"
+    )
+    assert rows["kernels"].iloc[0] == (
+        "oneDNN v3.12.0: Intel AVX2; MKL 2024.2: Intel(R) Architecture processors; "
+        "numpy scipy-openblas 0.3.31: Zen"
+    )
+    assert rows["packages"].iloc[0] == f"3 installed, sha256 {'ab' * 8}"
     page = setup_html(
         CONFIG,
         {"testbed": {"source": "warm_start"}},
@@ -73,6 +95,15 @@ def test_setup_page_lists_each_machine_with_its_evaluations(tmp_path):
         summaries,
     )
     assert "<h3>Machines</h3>" in page and "ATEN_CPU_CAPABILITY=avx2" in page
+
+
+def test_a_fingerprint_from_before_the_cpu_id_kernels_and_packages_still_shows(tmp_path):
+    path = write_eval(tmp_path, "testbed", "base", 0, "test_id", [1, 0, 1])
+    machine = fingerprint("AMD EPYC", "AVX512")
+    stamp(path, {k: v for k, v in machine.items() if k not in ("cpu_id", "kernels", "packages")})
+    row = _machine_rows([Path(str(path) + ".summary.json")]).iloc[0]
+    assert (row["CPU id"], row["kernels"], row["packages"]) == ("not recorded",) * 3
+    assert row["torch ISA"] == "AVX512"
 
 
 def test_tables_are_byte_identical_whatever_machine_the_summaries_name(tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -12,7 +11,6 @@ import pytest
 from gc2po.reporting.stats import t_interval
 from gc2po.reporting.tables import EvalFile, write_table
 from tests.reporting.conftest import write_eval
-from tests.system_packages import ensure_debian_packages
 
 BENCHMARKS = ["test_id", "test_longer"]
 P = 20
@@ -197,14 +195,8 @@ def test_html_renders_the_table_with_caption_and_bold(eval_root):
     assert "<b>83.3</b>" in html and "Evaluation protocol" in html  # GC2PO, best in every column
 
 
-def _pdflatex_or_install():
-    booktabs = "/usr/share/texlive/texmf-dist/tex/latex/booktabs/booktabs.sty"
-    reason = ensure_debian_packages(
-        {"pdflatex": "texlive-latex-base", booktabs: "texlive-latex-recommended"}
-    )
-    if reason:
-        pytest.skip(reason)
-    return shutil.which("pdflatex")
+# pdflatex, and booktabs (the tables' rules)
+LATEX = pytest.mark.system("texlive-latex-base", "texlive-latex-recommended")
 
 
 def compile_latex(tmp_path, table_tex: str) -> subprocess.CompletedProcess:
@@ -215,7 +207,7 @@ def compile_latex(tmp_path, table_tex: str) -> subprocess.CompletedProcess:
         + "\n\\end{document}\n"
     )
     return subprocess.run(
-        [_pdflatex_or_install(), "-interaction=nonstopmode", "-halt-on-error", doc.name],
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -223,6 +215,7 @@ def compile_latex(tmp_path, table_tex: str) -> subprocess.CompletedProcess:
     )
 
 
+@LATEX
 def test_latex_compiles(eval_root):
     tex = write(eval_root, make_files(eval_root, standard_models()))["tex"].read_text()
     assert "Pass@1 (\\%) per benchmark" in tex
@@ -231,6 +224,7 @@ def test_latex_compiles(eval_root):
     assert (eval_root / "doc.pdf").stat().st_size > 1000
 
 
+@LATEX
 def test_the_latex_check_rejects_an_unescaped_percent(eval_root):
     # the previous table writer put "Pass@1 (%)" raw into \caption{...}:
     # the % comments out the brace

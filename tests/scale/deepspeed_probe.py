@@ -21,6 +21,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback
 
 from gc2po.core.counterfactual import CounterfactualParams
 from gc2po.training.distributed import gathered_lm_head, is_zero3_param
+from gc2po.training.train import exit_launched_process
 
 VOCAB, HIDDEN = 96, 32
 CF_PARAMS = CounterfactualParams(
@@ -122,3 +123,4 @@ trainer.train()
 probe.record["tied"] = model.get_output_embeddings().weight is model.get_input_embeddings().weight
 (out_dir / f"rank{trainer.accelerator.process_index}.json").write_text(json.dumps(probe.record))
 trainer.accelerator.end_training()  # as gc2po.training.train does
+exit_launched_process(0)  # and as gc2po train then ends (no exit-time abort)

@@ -16,7 +16,8 @@ import yaml
 from gc2po.cli import main
 from tests.training.conftest import make_trainer
 
-pytestmark = pytest.mark.vllm_cpu
+# an evaluation records the code's git revision (gc2po.evaluation.provenance)
+pytestmark = [pytest.mark.vllm_cpu, pytest.mark.system("git")]
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_TRAINING = dict(
     use_vllm=True,

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-# command -> Debian package, for tests.system_packages.ensure_debian_packages
+# command -> Debian package: what the cluster runs (test_slurm.py marks its tests with these)
 SLURM_PACKAGES = {
     "slurmctld": "slurm-wlm",
     "slurmd": "slurm-wlm",

@@ -18,7 +18,6 @@ import yaml
 
 from tests.workflow.slurm_workflow import ROOT, new_workdir
 
-pytestmark = pytest.mark.skipif(shutil.which("dvc") is None, reason="dvc is a dev dependency")
 STAGE = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["workflow"]
 ENV = {
     **os.environ,
@@ -103,6 +102,7 @@ def clean_clone(dest: Path) -> Path:
 
 
 # the first test of a session to use the ci run pays for it (up to 1,200 s, conftest.py)
+@pytest.mark.system("git")  # the clones, and DVC's own use of git
 @pytest.mark.timeout(1800)
 def test_dvc_round_trip_on_the_ci_miniature(ci_local_run, tmp_path):
     finished, out = ci_local_run  # `snakemake --cores 2` with the ci overlay (conftest.py)

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.system_packages import ensure_debian_packages
 from tests.workflow.slurm_cluster import SLURM_PACKAGES, local_slurm_cluster, pid_alive
 from tests.workflow.slurm_workflow import (
     ROOT,
@@ -49,13 +48,12 @@ TABLES = [
 # Rules the workflow runs on the submit host besides the downloads: the target and the
 # training jobs' run configs (a file written from the config in a second).
 LOCAL = {"all", "run_config"}
+# what the local cluster runs (slurm_cluster.py): the tests that start it name these packages
+SLURM = pytest.mark.system(*sorted(set(SLURM_PACKAGES.values())))
 TRAIN_TARGET = "results/ci/runs/testbed/grpo/seed0/final"
 
 
 def _require_slurm():
-    reason = ensure_debian_packages(SLURM_PACKAGES)
-    if reason:
-        pytest.skip(reason)
     if os.geteuid() != 0:
         pytest.skip("the local cluster runs slurmd, which launches jobs, as root; not root here")
 
@@ -86,6 +84,7 @@ def ci_through_slurm(slurm, tmp_path_factory):
     return work, out.stderr
 
 
+@SLURM
 def test_local_cluster_stops_its_daemons_when_the_test_fails(tmp_path):
     _require_slurm()
     root = tmp_path / "cluster"
@@ -102,6 +101,7 @@ def test_local_cluster_stops_its_daemons_when_the_test_fails(tmp_path):
     )
 
 
+@SLURM
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_ci_config_runs_through_sbatch_like_a_local_run(slurm, ci_through_slurm, ci_local_run):
@@ -161,6 +161,7 @@ def _paper_inputs(work: Path) -> None:
     os.utime(data / "decontamination.json", (now, now + 10))
 
 
+@SLURM
 @pytest.mark.timeout(600)
 def test_gpu_rules_request_their_gpus_once(slurm, tmp_path):
     """One training and one evaluation job of the paper plan, submitted with the profile: the
@@ -265,6 +266,7 @@ def _offline_overlay(work: Path, tiny_model_dir: Path) -> Path:
     return overlay
 
 
+@SLURM
 @pytest.mark.timeout(600)
 def test_downloads_run_on_the_submit_host_and_cluster_jobs_offline(slurm, tmp_path, tiny_model_dir):
     profile = cluster_profile(tmp_path / "profile", slurm)
@@ -411,6 +413,7 @@ def test_hub_model_rule_records_the_snapshot_offline_jobs_load(tmp_path, tiny_mo
     assert load.returncode == 0 and "ForCausalLM" in load.stdout, load.stderr[-2000:]
 
 
+@SLURM
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize(
     "setting, message",
@@ -447,6 +450,7 @@ def _job_state(slurm, slurm_id: str) -> str:
     return slurm.run("squeue", "-h", "--states=all", "-j", slurm_id, "-o", "%T").stdout.strip()
 
 
+@SLURM
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 def test_scancel_resubmits_and_resumes(slurm, ci_through_slurm, tmp_path):
