@@ -51,6 +51,24 @@ EXTERNAL_NAMES = {
     "TokensPrompt": "vllm.inputs (vLLM is not installed where the tests run)",
     "clip_ratio": "the prefix of TRL's GRPOTrainer clipping metrics",
     "ru_maxrss": "a field of resource.getrusage's result",
+    "destroy_process_group": "torch.distributed's",
+    "trainer_state": "the checkpoint file transformers' Trainer writes (trainer_state.json)",
+    "train_samples_per_second": "a metric transformers' Trainer logs",
+    "train_steps_per_second": "a metric transformers' Trainer logs",
+    "sampling_logp_difference": "a metric TRL's GRPOTrainer logs (sampling/...)",
+    # C and C++ frames of the gdb backtrace of the gloo exit-time abort (docs/benchmarks.md)
+    **dict.fromkeys(
+        [
+            "AsyncAllgatherWork",
+            "PyEval_RestoreThread",
+            "PyThread_exit_thread",
+            "Py_FinalizeEx",
+            "THPVariable_dealloc",
+            "pthread_exit",
+            "take_gil",
+        ],
+        "a C/C++ frame of torch 2.13 or CPython 3.11 in a backtrace",
+    ),
 }
 MODULE_ALIASES = {"pd": "pandas", "np": "numpy"}  # as the docs and the code abbreviate them
 

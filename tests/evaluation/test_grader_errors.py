@@ -21,13 +21,13 @@ from gc2po.evaluation.sandbox import SandboxUnavailable, grade_code
 from gc2po.evaluation.sandbox_cgroup import CgroupLayout
 from gc2po.reporting.tables import problem_scores
 
-# the hostile-sample module's problem and grader call, and its bubblewrap fixture (autouse here)
+# the hostile-sample module's problem and grader call, and the packages it marks
 from tests.evaluation.test_sandbox_hostile import (  # noqa: F401
     CORRECT,
     PROBLEM,
     WRONG,
-    bubblewrap,
     grade,
+    pytestmark,
 )
 
 UNLOADABLE_FILTER = struct.pack("=HBBI", 0xFFFF, 0, 0, 0)  # no such BPF instruction

@@ -21,15 +21,15 @@ import pytest
 from gc2po.evaluation import sandbox_host, sandbox_seccomp
 from gc2po.evaluation.sandbox_view import PageCacheWarmth
 
-# the hostile-sample module's grader call, helpers and its bubblewrap fixture (autouse here)
+# the hostile-sample module's grader call, helpers, and the packages it marks
 from tests.evaluation.test_sandbox_hostile import (  # noqa: F401
     CORRECT,
     PROBLEM,
     WRONG,
-    bubblewrap,
     grade,
     grade_as_an_ordinary_user,
     host_processes_with,
+    pytestmark,
 )
 
 GRADINGS = 50
