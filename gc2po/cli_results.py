@@ -55,7 +55,7 @@ def _audit(ns):
     config = AuditConfig.from_trainer(
         args, k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens, study_draws=ns.study_draws
     )
-    frame, summary = run_audit(
+    frame, summary, episodes = run_audit(
         ns.model,
         read_jsonl(ns.data),
         config,
@@ -65,6 +65,7 @@ def _audit(ns):
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "completions.csv", index=False)
+    episodes.to_csv(out / "episodes.csv", index=False)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     plot_audit({Path(ns.model).name: summary}, out / "audit.png")
     if ns.study:
