@@ -33,6 +33,7 @@ class CorrectedAdvantages(NamedTuple):
     token_advantages: torch.Tensor  # [B, T] float32, 0 where masked or unscored
     outcome_advantages: torch.Tensor  # [B] GRPO's A_out (float64)
     sequence_advantages: torch.Tensor  # [B] token mean of A over the completion (float64)
+    signal_std: torch.Tensor  # [B] sd of the row's group (float64): the floor binds where below
 
 
 def _weighted_stat(grouped: torch.Tensor, which: str) -> torch.Tensor:
@@ -110,5 +111,5 @@ def additive_token_advantages(
     adv = torch.where(tokens, outcome.unsqueeze(-1) + bonus, torch.zeros_like(bonus))
     sequence = outcome + lambda_cf * (share * z).sum(-1)
     return CorrectedAdvantages(
-        adv.float(), outcome, torch.where(scored, sequence, torch.zeros_like(sequence))
+        adv.float(), outcome, torch.where(scored, sequence, torch.zeros_like(sequence)), std
     )
