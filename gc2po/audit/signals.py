@@ -191,10 +191,17 @@ def signal_markdown(table: pd.DataFrame, caption: str) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in table.itertuples():
+        rho = (
+            f"{row.rho:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+            if np.isfinite(row.rho)
+            else "n/a (validity constant given f in every problem)"
+        )
+        unconditional = (
+            f"{row.rho_unconditional:+.3f}" if np.isfinite(row.rho_unconditional) else "n/a"
+        )
         lines.append(
-            f"| {row.model} | {row.step} | {row.signal} | {row.rho:+.3f} [{row.ci_low:+.3f}, "
-            f"{row.ci_high:+.3f}] | {row.rho_unconditional:+.3f} | {row.problems} | "
-            f"{row.episodes} |"
+            f"| {row.model} | {row.step} | {row.signal} | {rho} | {unconditional} | "
+            f"{row.problems} | {row.episodes} |"
         )
     return "\n".join(lines) + "\n"
 
