@@ -184,7 +184,9 @@ def answer_dependence(
             sequences.append(prompt + [completion_ids[row][t] for t in kept])
             positions.append([len(prompt) + kept.index(t) for t in probe.answer])
             slots.append((row, slot))
-    for (row, slot), values in zip(slots, logps_of(sequences, positions) if sequences else []):
+    # called even with nothing to score: under ZeRO-3 every process must enter the policy's
+    # generation context (it gathers the weights) together
+    for (row, slot), values in zip(slots, logps_of(sequences, positions)):
         if slot is None:
             full[row, : len(values)] = values.double()
         else:

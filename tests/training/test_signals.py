@@ -117,10 +117,19 @@ def test_the_answer_probe_finds_the_answer_and_each_episodes_tokens(testbed_toke
             assert spelled.endswith(f"</episode_{slot + 1}>") and "\\boxed" not in spelled
 
 
-def test_no_final_answer_no_probe():
+def test_no_final_answer_no_probe_and_still_one_call_of_the_policy(testbed_tokenizer):
     offsets = [(0, 5), (5, 9)]
     assert signals.answer_probe("hello 3+4", offsets, [0, 0]) is None
     assert signals.answer_probe("\\boxed{}", [(0, 7), (7, 8)], [0, 0]) is None
+    ids = testbed_tokenizer("<episode_1>3+4=7</episode_1>", add_special_tokens=False)["input_ids"]
+    episodes = segment_completions(
+        testbed_tokenizer, torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.bool), 32
+    )
+    calls = []
+    table = signals.answer_dependence(
+        lambda s, p: calls.append((s, p)) or [], [[1]], [ids], episodes
+    )
+    assert calls == [([], [])] and table.tolist() == [[0.0]]  # every process enters the pass
 
 
 def test_answer_dependence_by_hand(testbed_tokenizer):
