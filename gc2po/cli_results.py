@@ -48,6 +48,7 @@ def _audit(ns):
     from pathlib import Path
 
     from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, plot_audit, run_audit
+    from gc2po.audit.signals import SIGNAL_CAPTION, signal_markdown, signal_table
     from gc2po.data.jsonl import read_jsonl
     from gc2po.training.run_config import build_args, load_run_config
 
@@ -71,6 +72,9 @@ def _audit(ns):
     if ns.study:
         perturbation_study(frame).to_csv(out / "perturbation_study.csv", index=False)
     print(json.dumps(summary["correlations"], indent=1))
+    signals = signal_table([(Path(ns.model).name, "-", summary["signals"])])
+    (out / "signal_audit.md").write_text(signal_markdown(signals, SIGNAL_CAPTION))
+    print(signal_markdown(signals, SIGNAL_CAPTION))
 
 
 def _tables(ns):

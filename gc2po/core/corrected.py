@@ -16,8 +16,9 @@ judged by its outcome) without those incentives:
 Properties (tests/core/test_corrected.py): lambda_cf = 0 gives GRPO's advantages exactly; the
 sequence advantage (token mean of A) does not change when a completion's episodes are made
 longer or split into episodes of equal R_cf; |A - A_out| <= lambda_cf * cf_z_clip; an episode's
-sign may differ from its trajectory's. The std floor keeps Monte-Carlo noise of R_cf (sd ~0.002)
-from being blown up to unit advantages in groups whose R_cf barely varies.
+sign may differ from its trajectory's. The std floor keeps Monte-Carlo noise of R_cf from being
+blown up to unit advantages in groups whose R_cf barely varies (the default 0.1, and why:
+``gc2po.methods.gc2po_corrected``).
 """
 
 from __future__ import annotations
