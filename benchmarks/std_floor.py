@@ -9,10 +9,12 @@ statistic); then, at each floor, how often the floor binds (share of groups whos
 share-weighted as the corrected form computes it, is below the floor) and what share of the
 token advantage variance the signal's bonus lambda_cf * z carries (var(bonus) / var(A) over the
 completion tokens; about share x rho^2 of it tracks validity, rho being scale-free within a
-group). For R_cf also its Monte-Carlo noise: two independent perturbation draws, the median
-within-group std of their difference / sqrt(2) beside the median group std of R_cf, and the
-within-group correlation of the two draws (how much of R_cf's spread in a group is the states',
-not the noise's). Settings are those a run of the workflow config trains with (``--run``).
+group). For the answer dependence, its mean by the episode's place (the completion's last
+episode or an earlier one) and validity. For R_cf also its Monte-Carlo noise: two independent
+perturbation draws, the median within-group std of their difference / sqrt(2) beside the median
+group std of R_cf, and the within-group correlation of the two draws (how much of R_cf's spread
+in a group is the states', not the noise's). Settings are those a run of the workflow config
+trains with (``--run``).
 
     python benchmarks/std_floor.py --model resources/testbed/models/testbed \\
         --data resources/testbed/data/train.jsonl [--problems 300] [--k 8] \\
@@ -119,6 +121,18 @@ def main() -> None:
             f"| {signal_label(row['signal'])} | {row['rho']:+.3f} [{row['ci_low']:+.3f}, "
             f"{row['ci_high']:+.3f}] | {row['rho_unconditional']:+.3f} | {row['problems']} |"
         )
+    # where the answer dependence comes from: the episode the answer is read from, or validity
+    last = episodes.episode == episodes.groupby(["prompt_index", "sample_index"]).episode.transform(
+        "max"
+    )
+    print("\n| answer dependence: mean [median] (episodes) | valid episode | invalid episode |")
+    print("|---|---|---|")
+    for place, chosen in (("the last of its completion", last), ("an earlier one", ~last)):
+        cells = []
+        for valid in (1.0, 0.0):
+            values = episodes.answer_dependence[chosen & (episodes.valid == valid)]
+            cells.append(f"{values.mean():.3f} [{values.median():.3f}] ({len(values)})")
+        print(f"| {place} | {cells[0]} | {cells[1]} |")
     row_problems = [problems[g.prompt_index] for g in generations]
     validity, f = oracle_validity(row_problems, batch.episodes, audit.max_episodes)
     perturbation = audit.counterfactual.perturbation
