@@ -41,3 +41,4 @@ rule all:
         FIGURES,
         REPORT_PAGES,
         AUDIT_FIGURE,
+        AUDIT_TABLES,

@@ -43,7 +43,7 @@ def main() -> None:
         parser.error(f"--run {ns.run!r} is not a run of the config")
     args = build_args(job.run_config(config))
     audit = AuditConfig.from_trainer(args, k=ns.k, seed=ns.seed)
-    _, summary = run_audit(ns.model, read_jsonl(ns.data), audit, max_problems=ns.problems)
+    summary = run_audit(ns.model, read_jsonl(ns.data), audit, max_problems=ns.problems).summary
     print(
         f"{ns.model} on {ns.data}: {summary['completions']} completions "
         f"({ns.problems} problems x {ns.k}), R_cf settings of run {ns.run!r} "

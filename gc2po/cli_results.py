@@ -48,6 +48,7 @@ def _audit(ns):
     from pathlib import Path
 
     from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, plot_audit, run_audit
+    from gc2po.audit.signals import SIGNAL_CAPTION, signal_markdown, signal_table
     from gc2po.data.jsonl import read_jsonl
     from gc2po.training.run_config import build_args, load_run_config
 
@@ -55,7 +56,7 @@ def _audit(ns):
     config = AuditConfig.from_trainer(
         args, k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens, study_draws=ns.study_draws
     )
-    frame, summary = run_audit(
+    frame, summary, episodes = run_audit(
         ns.model,
         read_jsonl(ns.data),
         config,
@@ -65,11 +66,15 @@ def _audit(ns):
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "completions.csv", index=False)
+    episodes.to_csv(out / "episodes.csv", index=False)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     plot_audit({Path(ns.model).name: summary}, out / "audit.png")
     if ns.study:
         perturbation_study(frame).to_csv(out / "perturbation_study.csv", index=False)
     print(json.dumps(summary["correlations"], indent=1))
+    signals = signal_table([(Path(ns.model).name, "-", summary["signals"])])
+    (out / "signal_audit.md").write_text(signal_markdown(signals, SIGNAL_CAPTION))
+    print(signal_markdown(signals, SIGNAL_CAPTION))
 
 
 def _tables(ns):

@@ -16,8 +16,9 @@ judged by its outcome) without those incentives:
 Properties (tests/core/test_corrected.py): lambda_cf = 0 gives GRPO's advantages exactly; the
 sequence advantage (token mean of A) does not change when a completion's episodes are made
 longer or split into episodes of equal R_cf; |A - A_out| <= lambda_cf * cf_z_clip; an episode's
-sign may differ from its trajectory's. The std floor keeps Monte-Carlo noise of R_cf (sd ~0.002)
-from being blown up to unit advantages in groups whose R_cf barely varies.
+sign may differ from its trajectory's. The std floor keeps Monte-Carlo noise of R_cf from being
+blown up to unit advantages in groups whose R_cf barely varies (the default 0.1, and why:
+``gc2po.methods.gc2po_corrected``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class CorrectedAdvantages(NamedTuple):
     token_advantages: torch.Tensor  # [B, T] float32, 0 where masked or unscored
     outcome_advantages: torch.Tensor  # [B] GRPO's A_out (float64)
     sequence_advantages: torch.Tensor  # [B] token mean of A over the completion (float64)
+    signal_std: torch.Tensor  # [B] sd of the row's group (float64): the floor binds where below
 
 
 def _weighted_stat(grouped: torch.Tensor, which: str) -> torch.Tensor:
@@ -110,5 +112,5 @@ def additive_token_advantages(
     adv = torch.where(tokens, outcome.unsqueeze(-1) + bonus, torch.zeros_like(bonus))
     sequence = outcome + lambda_cf * (share * z).sum(-1)
     return CorrectedAdvantages(
-        adv.float(), outcome, torch.where(scored, sequence, torch.zeros_like(sequence))
+        adv.float(), outcome, torch.where(scored, sequence, torch.zeros_like(sequence)), std
     )

@@ -34,7 +34,7 @@ class RolloutBatch:
     gather: Callable[[torch.Tensor], torch.Tensor]
     old_logps: torch.Tensor | None = None  # [B, T] sampling-policy log-probs
     episode_ids: torch.Tensor | None = None  # [B, T], -1 = no episode
-    r_cf: torch.Tensor | None = None  # [B, Lmax] R_cf per episode (0 where none)
+    r_cf: torch.Tensor | None = None  # [B, Lmax] R_cf (or the cf_signal) per episode, 0 if none
     states: Any = None  # gc2po.training.episodes.EpisodeStates: final-norm states at episode ends
     services: Any = None  # gc2po.training.services.RolloutServices (extra generation and scoring)
 
@@ -77,9 +77,9 @@ class Method:
     order: int  # where it sorts in tables and legends (ascending): the paper's Table 1 order first
     loss_type: str = "grpo"
     needs_episodes: bool = False  # segments completions into episodes
-    needs_cf: bool = (
-        False  # episode states -> counterfactual reward (GC2PO): computable in the loss forward
-    )
+    # a per-episode signal in batch.r_cf: R_cf from episode states (computable in the loss
+    # forward), or the signal its cf_signal names (gc2po.training.signals), at generation
+    needs_cf: bool = False
     needs_rollout_states: bool = (
         False  # episode-end states before the loss (ReST's value head, GCPO)
     )

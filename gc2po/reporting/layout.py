@@ -180,6 +180,7 @@ class AuditDir(_Layout):
     TEMPLATE: ClassVar[str] = "audit/{base}/{model}/seed{seed}"
     SUMMARY: ClassVar[str] = "summary.json"
     COMPLETIONS: ClassVar[str] = "completions.csv"
+    EPISODES: ClassVar[str] = "episodes.csv"  # one row per episode: the signal audit's data
     STUDY: ClassVar[str] = "perturbation_study.csv"
     base: str
     model: str

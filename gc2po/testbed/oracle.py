@@ -39,9 +39,13 @@ def assign_group(f: int, p: float, p_threshold: float = 0.5) -> str:
     return {(True, 1): "near_ideal", (True, 0): "near_miss", (False, 1): "lucky_guess", (False, 0): "fully_bad"}[(high, int(f))]
 
 
-def grade(problem: Problem, completion: str, *, p_threshold: float = 0.5) -> OracleResult:
-    """Grade one completion of ``problem`` (malformed text grades as invalid, never raises)."""
-    seg = segment_with_info(completion)
+def grade(
+    problem: Problem, completion: str, *, p_threshold: float = 0.5, max_episodes: int = 32
+) -> OracleResult:
+    """Grade one completion of ``problem`` (malformed text grades as invalid, never raises).
+    Episodes are segmented as the trainer segments them (``max_episodes`` as its setting), so
+    ``episode_valid[l]`` is the trainer's episode l."""
+    seg = segment_with_info(completion, max_episodes)
     texts = [completion[s:e] for s, e in seg.spans]
     valid = []
     previous = problem.start

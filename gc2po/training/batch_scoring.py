@@ -6,6 +6,7 @@ log-probs and states, the loss forward's advantages), a method's own loss, and m
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import torch
@@ -13,7 +14,7 @@ from trl.models.utils import unwrap_model_for_generation
 
 from gc2po.methods import RolloutBatch
 from gc2po.models.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
-from gc2po.training import scoring
+from gc2po.training import scoring, signals
 from gc2po.training.distributed import gather_keyed_rows, gathered_lm_head
 from gc2po.training.episode_states import state_table
 from gc2po.training.episodes import EpisodeBatch, segment_completions
@@ -65,7 +66,12 @@ class BatchScoringMixin:
             return output
         if method.needs_rollout_states or (method.needs_episodes and not method.needs_cf):
             batch.services = rollout_services(self, inputs, output, self._generation_context)
-        scored = scoring.score(method, batch, args, self._counterfactual)
+        signal = (
+            self._counterfactual
+            if args.cf_signal == "r_cf"
+            else functools.partial(self._episode_signal, inputs, output, episodes)
+        )
+        scored = scoring.score(method, batch, args, signal)
         metrics = dict(scored.metrics)
         if batch.services is not None and hasattr(batch.services, "value_loss"):
             metrics["rest/value_loss"] = batch.services.value_loss
@@ -96,6 +102,41 @@ class BatchScoringMixin:
                 generator=torch.Generator(device=states.u.device).manual_seed(seed),
                 gather_keyed=lambda key, u: gather_keyed_rows(self.accelerator, key, u),
             )
+
+    def _episode_signal(self, inputs, output, episodes, batch) -> tuple[torch.Tensor, dict]:
+        """The ``cf_signal`` other than R_cf of a generation batch (``gc2po.training.signals``):
+        [B, Lmax] per episode, and its metrics."""
+        args = self.args
+        if args.cf_signal == "answer_dependence":
+
+            def logps_of(sequences, positions):
+                with self._generation_context() as model:
+                    return signals.answer_token_logps(
+                        model,
+                        sequences,
+                        positions,
+                        pad_id=self.processing_class.pad_token_id,
+                        temperature=self.temperature,
+                        batch_size=args.per_device_train_batch_size,
+                    )
+
+            prompts, completions = (
+                [ids[m.bool()].tolist() for ids, m in zip(output[f"{part}_ids"], output[mask])]
+                for part, mask in (("prompt", "prompt_mask"), ("completion", "completion_mask"))
+            )
+            table, metrics = signals.answer_signal(logps_of, prompts, completions, episodes)
+        else:
+            micro = self._step % args.gradient_accumulation_steps
+            table, metrics = signals.oracle_signal(
+                inputs,
+                episodes,
+                batch.row_index,
+                batch.group_size,
+                max_episodes=getattr(args, self.method.max_episodes_field),
+                rho=args.cf_signal_rho,
+                seed=scoring.perturbation_seed(args.seed, self.state.global_step, micro),
+            )
+        return table.to(batch.completion_mask.device), metrics
 
     # -- forward requests ------------------------------------------------------------------------
     @torch.no_grad()

@@ -39,9 +39,19 @@ cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
     `gc2po`, which reads EOS for the last episode; `"last_content"` for the corrected
     `gc2po_add`).
 cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
-    R_cf.
+    its per-episode signal. 0.1, measured on the testbed's train split: R_cf's spread in a group
+    is its Monte-Carlo noise (docs/benchmarks.md, `benchmarks/std_floor.py`); a floor of 0.001
+    would give that noise 47% of the advantage variance, 0.1 gives it 4.5%.
 cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to
     +-cf_z_clip.
+cf_signal (`str`, defaults to `"r_cf"`): corrected GC2PO: the per-episode signal it z-scores,
+    one of `gc2po.training.signals.SIGNALS`: `"r_cf"` (the paper's counterfactual reward),
+    `"oracle"` (the testbed oracle's episode validity: a control) or `"answer_dependence"`
+    (the fall in the final answer's log-probability without the episode; beyond the paper). A
+    signal other than R_cf is set by the method that owns it (`gc2po_add_oracle`,
+    `gc2po_add_answer`), so tables name it.
+cf_signal_rho (`float` or `None`): with `cf_signal: oracle`, mix the oracle's validity with
+    noise to this within-group correlation given f, in (0, 1] (`None`: the validity itself).
 
 > Training machinery
 
@@ -96,6 +106,7 @@ from gc2po.training.config_checks import (
     check_vllm_fields,
 )
 from gc2po.training.episode_states import STATE_CHOICES
+from gc2po.training.signals import SIGNALS
 
 
 def _help(text: str, default=None):
@@ -135,6 +146,10 @@ class GC2POConfig(GRPOConfig):
     )
     cf_std_floor: float = _help("Corrected GC2PO: floor on the group std of R_cf.", 0.1)
     cf_z_clip: float = _help("Corrected GC2PO: R_cf z-scores are clamped to +-cf_z_clip.", 3.0)
+    cf_signal: str = _help(f"Corrected GC2PO's per-episode signal, one of {list(SIGNALS)}.", "r_cf")
+    cf_signal_rho: float | None = _help(
+        "cf_signal oracle: mixed with noise to this within-group correlation given f, in (0, 1]."
+    )
     sampling_ratio_pass: bool = _help(
         "Extra no-grad pass for old log-probs (sampling-ratio metric).", False
     )
@@ -178,6 +193,12 @@ class GC2POConfig(GRPOConfig):
         return self.gradient_accumulation_steps % generate_every != 0 or (
             self.use_vllm and self.vllm_importance_sampling_correction
         )
+
+    @property
+    def cf_from_states(self) -> bool:
+        """The per-episode signal is R_cf, read from episode states (the other signals come from
+        the text or from extra passes, at generation)."""
+        return self.cf_signal == "r_cf"
 
     @property
     def advantages_in_loss_forward(self) -> bool:

@@ -12,6 +12,7 @@ from gc2po.core.counterfactual import ANSWER_SPACES
 from gc2po.core.perturbations import build_perturbation
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
+from gc2po.training.signals import SIGNALS
 
 PRECISIONS = ("bf16-mixed", "bf16", "fp32")
 
@@ -73,8 +74,29 @@ def check_gc2po_fields(config, method) -> None:
         raise ValueError(
             f"num_generations must be >= 2 (a group needs K >= 2), got {config.num_generations}"
         )
+    check_signal(config, method)
     build_perturbation(config.perturbation_spec())
     RatioGuard(config.ratio_guard_low, config.ratio_guard_high, config.ratio_guard_patience)
+
+
+def check_signal(config, method) -> None:
+    """``cf_signal`` is one of SIGNALS and the method's own (a signal other than R_cf is a
+    method's definition, so that tables name it); ``cf_signal_rho`` mixes the oracle only."""
+    if config.cf_signal not in SIGNALS:
+        raise ValueError(f"cf_signal must be one of {list(SIGNALS)}, got {config.cf_signal!r}")
+    own = method.fixed.get("cf_signal", "r_cf")
+    if config.cf_signal != own:
+        raise ValueError(
+            f"cf_signal {config.cf_signal!r} is the definition of its own method (see "
+            f"gc2po.methods: gc2po_add_oracle, gc2po_add_answer); method {config.method!r} "
+            f"uses {own!r}: remove cf_signal or train that method"
+        )
+    rho = config.cf_signal_rho
+    if rho is not None and (config.cf_signal != "oracle" or not 0 < rho <= 1):
+        raise ValueError(
+            f"cf_signal_rho must be in (0, 1] and only mixes cf_signal 'oracle' (method "
+            f"{config.method!r} uses {config.cf_signal!r}), got {rho!r}"
+        )
 
 
 def check_vllm_fields(config) -> None:
@@ -104,7 +126,8 @@ def check_vllm_fields(config) -> None:
 def check_batch_layout(config, method) -> None:
     """Where the method's advantages are computed decides what the batch must hold (checked after
     GRPOConfig's own ``__post_init__`` has settled ``steps_per_generation``)."""
-    if method.needs_cf and config.advantages_in_loss_forward and config.steps_per_generation != 1:
+    on_policy = config.cf_from_states and config.advantages_in_loss_forward
+    if method.needs_cf and on_policy and config.steps_per_generation != 1:
         raise ValueError(
             f"method {config.method!r} computes its advantages in the loss forward when training "
             "is on-policy, which needs a generation batch in one micro-batch: set "

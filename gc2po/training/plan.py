@@ -2,9 +2,10 @@
 run config it trains from. The Snakemake workflow (``workflow/rules/common.smk``) and
 ``gc2po plan`` both read them from here, so what is planned is what runs.
 
-Runs: every method of ``methods`` on every base model; the ``ablation_methods``, the lambda
-``sweeps`` and the named ``variants`` (a method with other settings) on the ``ablation_bases``
-only (default: the first base model). A job's trainer
+Runs: every method of ``methods`` on every base model; the ``ablation_methods``, the ``sweeps``
+(``SWEEP_KEYS``: a setting's values, for the ``sweep_methods`` it applies to) and the named
+``variants`` (a method with other settings) on the ``ablation_bases`` only (default: the first
+base model). A job's trainer
 settings are the config's shared ``train.trainer``, then ``train.per_method[method]``, then the
 run's own (a sweep's lambda); what a method fixes is refused by ``gc2po.training.train.build_args``.
 """
@@ -22,8 +23,17 @@ from gc2po.reporting.layout import RunDir, resources_dir, results_dir
 from gc2po.training.config_schema import one_line
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
-SWEEP_KEYS = ("lambda_exp", "lambda_cf")
-SWEEP_METHODS = ("gc2po", "gc2po_add")  # the paper's form (the default) and the corrected one
+# a swept setting -> the methods it is swept for (one run per value and per method of
+# ``sweep_methods`` it applies to): the lambdas of both GC2PO forms, the corrected form's std
+# floor, and the oracle control's noise level rho (its dose-response, issue 31)
+SWEEP_KEYS = {
+    "lambda_exp": ("gc2po", "gc2po_add"),
+    "lambda_cf": ("gc2po", "gc2po_add"),
+    "cf_std_floor": ("gc2po_add",),
+    "cf_signal_rho": ("gc2po_add_oracle",),
+}
+SWEEP_METHODS = ("gc2po", "gc2po_add", "gc2po_add_oracle")  # the first: the default
+SETTING_NAMES = {"cf_signal_rho": "rho", "cf_std_floor": "std floor"}  # in display names
 
 
 def deep_update(base: dict, overlay: dict) -> dict:
@@ -68,7 +78,9 @@ class Run:
         name = get_method(self.method).display_name
         if not self.trainer:
             return name
-        settings = ", ".join(f"{key} = {value}" for key, value in self.trainer.items())
+        settings = ", ".join(
+            f"{SETTING_NAMES.get(key, key)} = {value}" for key, value in self.trainer.items()
+        )
         return f"{name[:-1]}, {settings})" if name.endswith(")") else f"{name} ({settings})"
 
 
@@ -131,14 +143,22 @@ def runs(config: dict) -> dict[str, Run]:
     out = {m: Run(m, m, {}, every, seeds(m)) for m in config["methods"]}
     for method in config.get("ablation_methods") or []:
         out.setdefault(method, Run(method, method, {}, ablation, seeds(method)))
+    swept = config.get("sweep_methods") or SWEEP_METHODS[:1]
+    for method in swept:
+        if method not in SWEEP_METHODS:
+            raise ValueError(
+                f"sweep_methods: {method!r} has no sweep; valid: {list(SWEEP_METHODS)}"
+            )
     for key, values in (config.get("sweeps") or {}).items():
         if key not in SWEEP_KEYS:
             raise ValueError(f"sweeps: unknown key {key!r}; valid: {list(SWEEP_KEYS)}")
-        for method in config.get("sweep_methods") or SWEEP_METHODS[:1]:
-            if method not in SWEEP_METHODS:
-                raise ValueError(
-                    f"sweep_methods: {method!r} has no lambda sweep; valid: {list(SWEEP_METHODS)}"
-                )
+        methods = [m for m in swept if m in SWEEP_KEYS[key]]
+        if values and not methods:
+            raise ValueError(
+                f"sweeps.{key}: swept for {list(SWEEP_KEYS[key])}, none of which is in "
+                f"sweep_methods {list(swept)}"
+            )
+        for method in methods:
             for value in values:
                 label = f"{method}_{key}_{value}"
                 out[label] = Run(label, method, {key: value}, ablation, seeds(method))

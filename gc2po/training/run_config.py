@@ -17,7 +17,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from gc2po.data.tasks import BENCHMARK, check_task
+from gc2po.data.tasks import BENCHMARK, TESTBED, check_task
 from gc2po.reporting.layout import RunDir
 
 FIELDS_FILE = Path(__file__).with_name("config_fields.json")  # field -> allowed simple types
@@ -262,9 +262,15 @@ def build_args(run: dict):
     if not torch.cuda.is_available():
         kwargs["use_cpu"] = True
     try:
-        return GC2POConfig(**kwargs)
+        args = GC2POConfig(**kwargs)
     except (TypeError, ValueError) as err:
         raise ValueError(f"run config: {err}") from err
+    if args.cf_signal == "oracle" and run_task(run) != TESTBED:
+        raise ValueError(
+            f"run config: task: method {method.name!r} (cf_signal 'oracle') grades episodes with "
+            f"the testbed oracle, so it needs task {TESTBED!r}, got {run_task(run)!r}"
+        )
+    return args
 
 
 def check_model_source(model: str) -> None:

@@ -95,8 +95,9 @@ class GC2POTrainer(BatchScoringMixin, NonFiniteStepMixin, GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         mode, method, args = self._mode, self.method, self.args
         self.step_guard.note_prompts(x.get("id", "?") for x in inputs)
-        deferred = method.needs_cf and args.advantages_in_loss_forward
-        want_states = method.needs_rollout_states or (method.needs_cf and not deferred)
+        from_states = method.needs_cf and args.cf_from_states  # R_cf; other signals: at generation
+        deferred = from_states and args.advantages_in_loss_forward
+        want_states = method.needs_rollout_states or (from_states and not deferred)
         if want_states and args.trl_computes_old_logps:  # TRL's own old-log-prob pass serves it
             self._request = self._new_request()
         output = super()._generate_and_score_completions(inputs)

@@ -140,3 +140,17 @@ def test_rows_split_over_processes_give_the_same_advantages():
         **KW,
     )
     torch.testing.assert_close(shuffled.token_advantages, whole.token_advantages[order])
+
+
+def test_the_group_std_before_the_floor_is_reported_by_hand():
+    # two completions of one episode each (each weighs 1): R_cf 1 and 3 -> mean 2, std 1; a
+    # completion of two equal-length episodes with R_cf 0 and 2 weighs each by 1/2
+    group = [(1.0, [(2, 1.0, 1.0)]), (0.0, [(3, 3.0, 1.0)])]
+    torch.testing.assert_close(corrected(group, 0.8).signal_std, torch.ones(2, dtype=torch.float64))
+    group = [(1.0, [(2, 0.0, 1.0), (2, 2.0, 1.0)]), (0.0, [(3, 1.0, 1.0)])]
+    # mean (0 / 2 + 2 / 2 + 1) / 2 = 1; variance (1 / 2 + 1 / 2 + 0) / 2 -> std sqrt(1/2) = 0.707,
+    # below a floor of 0.8, which then divides: episode 0's bonus is 0.8 * (0 - 1) / 0.8
+    result = corrected(group, 0.8, cf_std_floor=0.8)
+    torch.testing.assert_close(result.signal_std, torch.full((2,), 0.5**0.5, dtype=torch.float64))
+    bonus = result.token_advantages[0, :2] - result.outcome_advantages[0].float()
+    torch.testing.assert_close(bonus, torch.full((2,), -1.0))

@@ -28,6 +28,8 @@ SHOWN = [
     ("gc2po_add_no_sexp", "GC2PO (corrected) w/o S_exp", "#98df8a"),
     ("gc2po_add_no_ssta", "GC2PO (corrected) w/o S_sta", "#c5b0d5"),
     ("gc2po_add_no_rcf", "GC2PO (corrected) w/o R_cf", "#c49c94"),
+    ("gc2po_add_oracle", "Control (oracle): GC2PO (corrected, oracle validity)", "#e7969c"),
+    ("gc2po_add_answer", "GC2PO (corrected, answer dependence; beyond the paper)", "#6b6ecf"),
 ]
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,6 +46,8 @@ def test_runs_outside_the_registry_are_named_by_the_plan_and_sort_after_it():
         "gc2po_mean": {"method": "gc2po", "trainer": {"episode_weight_norm": "mean"}},
         "grpo_slow": {"method": "grpo", "trainer": {"learning_rate": 1.0e-7}},
     }
+    config["sweeps"].update(cf_std_floor=[0.001], cf_signal_rho=[0.07])
+    config["sweep_methods"] = [*config["sweep_methods"], "gc2po_add_oracle"]
     planned = runs(config)
     names = {label: run.display_name for label, run in planned.items()}
     assert {label: names[label] for label in names if label not in METHODS} == {
@@ -51,6 +55,10 @@ def test_runs_outside_the_registry_are_named_by_the_plan_and_sort_after_it():
         "gc2po_add_lambda_exp_0.5": "GC2PO (corrected, additive, lambda_exp = 0.5)",
         "gc2po_lambda_cf_0.4": "GC2PO (paper, lambda_cf = 0.4)",
         "gc2po_add_lambda_cf_0.4": "GC2PO (corrected, additive, lambda_cf = 0.4)",
+        "gc2po_add_cf_std_floor_0.001": "GC2PO (corrected, additive, std floor = 0.001)",
+        "gc2po_add_oracle_cf_signal_rho_0.07": (
+            "Control (oracle): GC2PO (corrected, oracle validity, rho = 0.07)"
+        ),
         "gc2po_mean": "GC2PO (paper, episode_weight_norm = mean)",
         "grpo_slow": "GRPO (learning_rate = 1e-07)",
     }

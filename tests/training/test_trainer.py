@@ -157,8 +157,12 @@ def test_each_method_trains_and_its_advantages_are_its_core_entry_points(
     ]
     if METHODS[method].needs_episodes:
         expected += ["segmentation/fallback_rate", "episodes/mean_count", "episodes/mean_tokens"]
-    if METHODS[method].needs_cf:
-        expected += ["gc2po/s_sta", "gc2po/s_exp", "gc2po/r_cf"]
+    if METHODS[method].needs_cf:  # the metrics of its per-episode signal (cf_signal)
+        expected += {
+            "r_cf": ["gc2po/s_sta", "gc2po/s_exp", "gc2po/r_cf"],
+            "oracle": ["signal/oracle_validity"],
+            "answer_dependence": ["signal/answer_dependence", "signal/answer_found"],
+        }[trainer.args.cf_signal]
     if METHODS[method].needs_old_logps or METHODS[method].needs_rollout_states:
         expected += [
             "sampling_ratio/mean"
@@ -352,6 +356,14 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
         ("gc2po_add", {"cf_std_floor": 0.0}, r"cf_std_floor must be > 0"),
         ("gc2po_add", {"cf_z_clip": -1.0}, r"cf_z_clip must be > 0"),
         ("gc2po_add_no_rcf", {"lambda_cf": 0.5}, r"fixes lambda_cf=0.0"),
+        ("gc2po_add", {"cf_signal": "oracle"}, r"cf_signal 'oracle' is the definition of its own"),
+        ("grpo", {"cf_signal": "answer_dependence"}, r"method 'grpo' uses 'r_cf'"),
+        ("gc2po_add", {"cf_signal": "sparkle"}, r"cf_signal must be one of \['r_cf', 'oracle'"),
+        ("gc2po_add_oracle", {"cf_signal": "r_cf"}, r"conflicts with method 'gc2po_add_oracle'"),
+        ("gc2po_add_oracle", {"cf_signal_rho": 0.0}, r"cf_signal_rho must be in \(0, 1\]"),
+        ("gc2po_add_oracle", {"cf_signal_rho": 1.5}, r"cf_signal_rho must be in \(0, 1\]"),
+        ("gc2po_add", {"cf_signal_rho": 0.3}, r"only mixes cf_signal 'oracle'"),
+        ("gc2po_add_answer", {"cf_signal_rho": 0.3}, r"only mixes cf_signal 'oracle'"),
     ],
 )
 def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
@@ -365,6 +377,21 @@ def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
     }
     with pytest.raises(ValueError, match=match):
         build_args(run)
+
+
+def test_the_oracle_control_needs_the_testbed(tmp_path):
+    run = {"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "trainer": SMALL}
+    with pytest.raises(
+        ValueError, match=r"task: method 'gc2po_add_oracle' .* needs task 'testbed'"
+    ):
+        build_args({**run, "method": "gc2po_add_oracle", "task": "benchmark"})
+    assert (
+        build_args({**run, "method": "gc2po_add_oracle", "task": "testbed"}).cf_signal == "oracle"
+    )
+    # the answer dependence reads any final \boxed{} answer: not tied to the testbed
+    assert build_args({**run, "method": "gc2po_add_answer", "task": "benchmark"}).cf_signal == (
+        "answer_dependence"
+    )
 
 
 @pytest.mark.parametrize(

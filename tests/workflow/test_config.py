@@ -28,6 +28,7 @@ CONFIGS = {  # what `snakemake --configfile ...` is given for each shipped confi
     "testbed_study": [ROOT / "config/config.yaml", ROOT / "config/testbed_study.yaml"],
     "testbed_full": [ROOT / "config/config.yaml", ROOT / "config/testbed_full.yaml"],
     "testbed_seed1": [ROOT / "config/config.yaml", ROOT / "config/testbed_seed1.yaml"],
+    "testbed_control": [ROOT / "config/config.yaml", ROOT / "config/testbed_control.yaml"],
 }
 ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
     "grpo": "grpo_advantages",
@@ -45,7 +46,10 @@ ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
     "gc2po_add_no_sexp": "gc2po_add_advantages",
     "gc2po_add_no_ssta": "gc2po_add_advantages",
     "gc2po_add_no_rcf": "gc2po_add_advantages",
+    "gc2po_add_oracle": "gc2po_add_advantages",  # the same form on another signal (cf_signal)
+    "gc2po_add_answer": "gc2po_add_advantages",
 }
+SIGNAL = {"gc2po_add_oracle": "oracle", "gc2po_add_answer": "answer_dependence"}  # else r_cf
 BETA = {
     "dr_grpo": 0.0,
     "gvpo": 0.0,
@@ -101,6 +105,12 @@ def test_every_training_job_resolves_to_what_its_config_declares(name):
             if job.run.startswith(f"{form}lambda"):
                 key, value = job.run.removeprefix(form).rsplit("_", 1)
                 assert getattr(args, key) == float(value) and method == form[:-1], job
+        assert args.cf_signal == SIGNAL.get(method, "r_cf"), job
+        # the corrected form's std-floor sweep and the oracle control's dose-response
+        for form, key in (("gc2po_add_", "cf_std_floor"), ("gc2po_add_oracle_", "cf_signal_rho")):
+            if job.run.startswith(f"{form}{key}_"):
+                assert getattr(args, key) == float(job.run.rsplit("_", 1)[1]), job
+                assert method == form[:-1], job
         # where R_cf reads u: the paper's episode ends unless the run says otherwise; the
         # corrected GC2PO reads the token before a step's result
         if METHODS[method].needs_cf:
@@ -198,3 +208,41 @@ def test_a_bad_trainer_value_fails_validation_naming_the_key(trainer, match):
     config["methods"] = ["grpo", "dr_grpo"]
     with pytest.raises(ValueError, match=match):
         validate(config)
+
+
+def test_the_control_config_runs_the_doses_floors_and_signals_of_issue_31():
+    config = load_config(CONFIGS["testbed_control"])
+    runs = {(job.run, job.method) for job in training_jobs(config)}
+    rhos = [0.07, 0.15, 0.3, 0.6, 1.0]
+    assert runs == {
+        ("grpo", "grpo"),
+        ("gc2po_add", "gc2po_add"),
+        ("gc2po_add_cf_std_floor_0.001", "gc2po_add"),
+        ("gc2po_add_oracle", "gc2po_add_oracle"),
+        ("gc2po_add_answer", "gc2po_add_answer"),
+        *((f"gc2po_add_oracle_cf_signal_rho_{rho}", "gc2po_add_oracle") for rho in rhos),
+    }
+    assert {job.seed for job in training_jobs(config)} == {0, 1, 2, 3, 4}
+    assert config["evaluate"]["benchmarks"] == ["test_id", "test_distractor"]
+
+
+@pytest.mark.parametrize(
+    "sweeps, methods, match",
+    [
+        (
+            {"cf_signal_rho": [0.3]},
+            ["gc2po_add"],
+            r"sweeps.cf_signal_rho: swept for \['gc2po_add_oracle'\]",
+        ),
+        ({"cf_std_floor": [0.01]}, ["gc2po"], r"sweeps.cf_std_floor: swept for \['gc2po_add'\]"),
+        ({"lambda_cf": [0.4]}, ["grpo"], r"sweep_methods: 'grpo' has no sweep"),
+        ({"beta": [0.1]}, ["gc2po"], r"sweeps: unknown key 'beta'"),
+    ],
+)
+def test_a_sweep_without_a_method_it_applies_to_fails_naming_it(sweeps, methods, match):
+    from gc2po.training.plan import runs
+
+    config = load_config(CONFIGS["default"])
+    config.update(sweeps=sweeps, sweep_methods=methods)
+    with pytest.raises(ValueError, match=match):
+        runs(config)

@@ -59,7 +59,15 @@ def test_dry_run_of_the_full_testbed_table_plans_the_audit_and_one_table_alone()
         "config/testbed_full.yaml",
     )
     assert out.returncode == 0, out.stderr
-    for rule in ("train", "evaluate", "evaluate_greedy", "table", "audit", "audit_figure"):
+    for rule in (
+        "train",
+        "evaluate",
+        "evaluate_greedy",
+        "table",
+        "audit",
+        "audit_figure",
+        "signal_audit_table",
+    ):
         assert f"rule {rule}:" in out.stdout, rule
     # the target before --configfile, which takes every argument after it
     one = snakemake(
@@ -124,6 +132,9 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
         and "| + GRPO |" in table1
     )
     assert "| + GC2PO (corrected, additive) |" in table1  # a departure from the paper, labelled so
+    signals = (tables / "signal_audit.md").read_text()  # every audited model's episode signals
+    assert "| Base model | 0 | R_cf at last_content |" in signals
+    assert "| GC2PO (paper) | end | noisy oracle, rho = 0.3 (check) |" in signals
     assert (
         "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 "
         "new tokens" in table1

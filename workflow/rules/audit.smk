@@ -4,6 +4,9 @@
 AUDIT = config.get("audit") or {}
 AUDIT_MODELS = AUDIT.get("models", []) if TESTBED else []  # the audit needs the testbed oracle
 AUDIT_FIGURE = [figure_file(OUT, "reward_audit")] if AUDIT_MODELS else []
+# the within-problem audit of the per-episode signals (R_cf per cf_state, answer dependence, the
+# noisy oracle as a check), every audited model and checkpoint: tables/signal_audit.{md,csv}
+AUDIT_TABLES = [table_file(OUT, "signal_audit", ext) for ext in ("md", "csv")] if AUDIT_MODELS else []
 # the audit over training: checkpoint-<step> of every audited run (the base model is step 0)
 AUDIT_STEPS = AUDIT.get("checkpoint_steps", []) if AUDIT_MODELS else []
 # every model is scored with the R_cf settings of one run (its resolved GC2POConfig: the
@@ -33,6 +36,7 @@ rule audit:
     output:
         summary=MODEL_AUDIT.file(OUT, AuditDir.SUMMARY),
         completions=MODEL_AUDIT.file(OUT, AuditDir.COMPLETIONS),
+        episodes=MODEL_AUDIT.file(OUT, AuditDir.EPISODES),
         study=MODEL_AUDIT.file(OUT, AuditDir.STUDY),
     params:
         model=eval_model_path,
@@ -58,6 +62,7 @@ rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
     output:
         summary=CHECKPOINT_AUDIT.file(OUT, AuditDir.SUMMARY),
         completions=CHECKPOINT_AUDIT.file(OUT, AuditDir.COMPLETIONS),
+        episodes=CHECKPOINT_AUDIT.file(OUT, AuditDir.EPISODES),
         study=CHECKPOINT_AUDIT.file(OUT, AuditDir.STUDY),
     params:
         model=lambda wc: RunDir(wc.base, wc.run, wc.seed).checkpoint(OUT, wc.step),
@@ -77,11 +82,13 @@ rule audit_checkpoint:  # one kept checkpoint of a run, audited like a model
         "../scripts/audit.py"
 
 
+AUDIT_SUMMARIES = [AuditDir(base, model, AUDIT_SEED).file(OUT, AuditDir.SUMMARY)
+                   for base in BASE_MODELS for model in AUDIT_MODELS] + AUDIT_CHECKPOINTS
+
+
 rule audit_figure:
     input:
-        [AuditDir(base, model, AUDIT_SEED).file(OUT, AuditDir.SUMMARY)
-         for base in BASE_MODELS for model in AUDIT_MODELS],
-        AUDIT_CHECKPOINTS,
+        AUDIT_SUMMARIES,
     output:
         report(figure_file(OUT, "reward_audit"), caption="../report/reward_audit.rst",
                category="5 Reward audit"),
@@ -97,3 +104,23 @@ rule audit_figure:
         runtime=5,
     script:
         "../scripts/audit_figure.py"
+
+
+rule signal_audit_table:
+    input:
+        AUDIT_SUMMARIES,
+    output:
+        md=table_file(OUT, "signal_audit", "md"),
+        csv=table_file(OUT, "signal_audit", "csv"),
+    params:
+        names=RUN_NAMES,
+    log:
+        f"logs/{NAME}/signal_audit_table.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/signal_audit_table.py"

@@ -24,6 +24,7 @@ with logged(sm) as log:
         seed=int(sm.wildcards.seed),
         max_new_tokens=a.get("max_new_tokens", 96),
         study_draws=a.get("study_draws", 5),
+        **({"signal_rhos": tuple(a["signal_rhos"])} if "signal_rhos" in a else {}),
     )
     if not Path(sm.params.model).is_dir():
         raise ValueError(
@@ -31,7 +32,7 @@ with logged(sm) as log:
             "steps whose "
             "checkpoints the run keeps (train.trainer save_steps and save_total_limit)"
         )
-    frame, summary = run_audit(
+    frame, summary, episodes = run_audit(
         sm.params.model,
         read_jsonl(sm.input.data),
         config,
@@ -39,6 +40,7 @@ with logged(sm) as log:
         max_problems=a.get("problems"),
     )
     frame.to_csv(sm.output.completions, index=False)
+    episodes.to_csv(sm.output.episodes, index=False)
     with open(sm.output.summary, "w") as handle:
         json.dump(summary, handle, indent=1)
     study = perturbation_study(frame) if sm.params.study else pd.DataFrame()
@@ -48,5 +50,6 @@ with logged(sm) as log:
         "cor(R_cf, p | f) per cf_state choice, 95% CI over problems:",
         json.dumps(summary["state_choices"], indent=1),
     )
+    log("per-episode signals, within problems given f:", json.dumps(summary["signals"], indent=1))
     if sm.params.study:
         log(study.to_string())

@@ -1,0 +1,215 @@
+"""The audit of the quantity the corrected GC2PO trains on: per episode, each candidate signal
+(R_cf at every ``cf_state``, the answer dependence, the noisy oracle at each audited rho)
+against the oracle's episode validity, within problems and given f.
+
+The statistic, per signal: within each problem's group of completions (the k an audit samples,
+as a training group), the correlation of the signal with episode validity after removing the
+mean of each (problem, f) cell from both (``gc2po.core.signals.within_group_correlation``, each
+episode counting once); the problems where it is defined (validity and signal both vary within
+f) are averaged, weighted by their episodes. This is what the noise mixing of the oracle
+control sets to rho in every group, so the noisy oracle must come out at its nominal rho: the
+check that the audit measures what training uses. The problem-demeaned correlation compares
+episodes of one problem as the group z-score of training does; pooling episodes over problems
+would also compare problems.
+
+The 95% CI resamples problems (1,000 bootstrap resamples of the problems where the statistic is
+defined, percentile interval): a problem's episodes share a prompt and a policy sample, so
+problems, not episodes, are the independent units; the statistic is a weighted mean of bounded,
+skewed per-problem correlations, which a t-interval would treat as normal.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+import torch
+
+from gc2po.core.signals import within_group_correlation
+from gc2po.training.episode_states import STATE_CHOICES
+from gc2po.training.signals import (
+    answer_dependence,
+    answer_token_logps,
+    noisy_oracle,
+    oracle_validity,
+    present_episodes,
+)
+
+
+def oracle_column(rho: float) -> str:
+    return f"oracle(rho={rho})"
+
+
+def episode_frame(batch, problems, generations, config, model, tokenizer, cf_at) -> pd.DataFrame:
+    """One row per (completion, episode) of a prepared audit batch
+    (``gc2po.audit.scoring.AuditBatch``): its problem, f and validity by the oracle, and every
+    signal, computed by the trainer's functions (``gc2po.training.signals``; ``cf_at`` is
+    ``gc2po.audit.scoring.cf_at``)."""
+    episodes = batch.episodes
+    row_problems = [problems[g.prompt_index] for g in generations]
+    validity, f = oracle_validity(row_problems, episodes, config.max_episodes)
+    present = present_episodes(episodes, validity.shape[1])
+    rows, slots = present.nonzero(as_tuple=True)
+    columns = {
+        "problem_id": [row_problems[r].id for r in rows.tolist()],
+        "prompt_index": [generations[r].prompt_index for r in rows.tolist()],
+        "sample_index": [generations[r].sample_index for r in rows.tolist()],
+        "episode": slots.tolist(),
+        "f": f[rows].tolist(),
+        "valid": validity[rows, slots].tolist(),
+    }
+    perturbation = config.counterfactual.perturbation
+    for choice in STATE_CHOICES:  # the noise seed of the completion audit's columns
+        table = cf_at(batch, config, choice, perturbation, config.seed)[1]  # [N, its Lmax]
+        # as in training, an episode without a state (no token of its own) holds R_cf 0
+        wide = torch.zeros(present.shape, dtype=table.dtype)
+        wide[:, : table.shape[1]] = table[:, : present.shape[1]]
+        columns[f"r_cf@{choice}"] = wide[rows, slots].tolist()
+    logps_of = functools.partial(
+        answer_token_logps,
+        model,
+        pad_id=tokenizer.pad_token_id,
+        temperature=config.temperature,
+        batch_size=64,
+    )
+    table = answer_dependence(logps_of, batch.prompt_ids, batch.completion_ids, episodes)
+    columns["answer_dependence"] = table[rows, slots].tolist()
+    for index, rho in enumerate(config.signal_rhos):
+        seed = config.seed + 7919 * (index + 1)  # one noise draw per level
+        table = noisy_oracle(
+            validity, present, f, batch.rows, config.k, rho, seed, config.max_episodes
+        )
+        columns[oracle_column(rho)] = table[rows, slots].tolist()
+    return pd.DataFrame(columns)
+
+
+SIGNAL_COLUMNS = ("r_cf@", "answer_dependence", "oracle(")
+
+
+def signal_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if c.startswith(SIGNAL_COLUMNS)]
+
+
+def within_problem(frame: pd.DataFrame, column: str, *, given_f: bool = True):
+    """Per problem: the correlation of ``column`` with validity (NaN where undefined) and its
+    episodes, as numpy arrays [problems]."""
+    group = torch.tensor(pd.factorize(frame.problem_id)[0])
+    corr, episodes = within_group_correlation(
+        torch.tensor(frame[column].to_numpy(dtype=float)),
+        torch.tensor(frame.valid.to_numpy(dtype=float)),
+        torch.tensor(frame.f.to_numpy()),
+        group,
+        given_f=given_f,
+    )
+    return corr.numpy(), episodes.numpy()
+
+
+def weighted_mean(corr: np.ndarray, episodes: np.ndarray) -> float:
+    defined = np.isfinite(corr)
+    if not defined.any():
+        return float("nan")
+    return float(np.average(corr[defined], weights=episodes[defined]))
+
+
+def signal_audit(frame: pd.DataFrame, num_resamples: int = 1000, seed: int = 0) -> list[dict]:
+    """For every signal column of an episode frame: the within-problem correlation with validity
+    given f (``rho``) with its 95% bootstrap CI over problems, the same without conditioning on
+    f (``rho_unconditional``), the problems where ``rho`` is defined and the episodes."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for column in signal_columns(frame):
+        corr, episodes = within_problem(frame, column)
+        defined = np.flatnonzero(np.isfinite(corr))
+        boot = [
+            weighted_mean(corr[chosen], episodes[chosen])
+            for chosen in (
+                defined[rng.integers(0, len(defined), len(defined))] for _ in range(num_resamples)
+            )
+        ] if len(defined) else []  # fmt: skip
+        low, high = np.quantile(boot, [0.025, 0.975]).tolist() if boot else [float("nan")] * 2
+        out.append(
+            {
+                "signal": column,
+                "rho": weighted_mean(corr, episodes),
+                "ci_low": low,
+                "ci_high": high,
+                "rho_unconditional": weighted_mean(*within_problem(frame, column, given_f=False)),
+                "problems": int(len(defined)),
+                "episodes": int(len(frame)),
+            }
+        )
+    return out
+
+
+def signal_label(column: str) -> str:
+    """A signal column's name in tables."""
+    if column.startswith("r_cf@"):
+        return f"R_cf at {column.removeprefix('r_cf@')}"
+    if column.startswith("oracle(rho="):
+        return f"noisy oracle, rho = {column[len('oracle(rho=') : -1]} (check)"
+    return {"answer_dependence": "answer dependence (beyond the paper)"}.get(column, column)
+
+
+def signal_table(audits: list[tuple[str, str, list[dict]]]) -> pd.DataFrame:
+    """One row per (audited model, point of training, signal) from the ``"signals"`` of audit
+    summaries: ``audits`` holds (model name, step: "end", "0" or a step, summary["signals"])."""
+    return pd.DataFrame(
+        [
+            {
+                **row,
+                "model": model,
+                "step": step,
+                "signal": signal_label(row["signal"]),
+                "column": row["signal"],
+            }  # fmt: skip
+            for model, step, rows in audits
+            for row in rows
+        ],
+        columns=[
+            "model",
+            "step",
+            "signal",
+            "rho",
+            "ci_low",
+            "ci_high",
+            "rho_unconditional",
+            "problems",
+            "episodes",
+            "column",
+        ],  # fmt: skip
+    )
+
+
+def signal_markdown(table: pd.DataFrame, caption: str) -> str:
+    """The signal audit table as markdown, under ``caption``."""
+    lines = [
+        caption,
+        "",
+        "| model | step | signal | rho given f [95% CI] | rho (not given f) | problems "
+        "| episodes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in table.itertuples():
+        rho = (
+            f"{row.rho:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+            if np.isfinite(row.rho)
+            else "n/a (validity constant given f in every problem)"
+        )
+        unconditional = (
+            f"{row.rho_unconditional:+.3f}" if np.isfinite(row.rho_unconditional) else "n/a"
+        )
+        lines.append(
+            f"| {row.model} | {row.step} | {row.signal} | {rho} | {unconditional} | "
+            f"{row.problems} | {row.episodes} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+SIGNAL_CAPTION = (
+    "Within-problem correlation of each per-episode signal with the oracle's episode validity "
+    "given f (signal and validity demeaned within each problem's f = 0 and f = 1 completions; "
+    "per-problem correlations averaged over the problems where both vary, weighted by their "
+    "episodes), with a 95% bootstrap CI over problems; the noisy oracle rows must read their "
+    "nominal rho (they check that the audit measures what training uses)."
+)

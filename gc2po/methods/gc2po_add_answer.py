@@ -1,0 +1,25 @@
+"""The corrected GC2PO with R_cf replaced by the answer dependence of each episode (beyond the
+paper, issue 31): the fall in the log-probability of the completion's final answer when the
+episode is removed from the context (``gc2po.core.signals.answer_logprob_drop``; cf. Lanham et
+al. 2023, "Measuring Faithfulness in Chain-of-Thought Reasoning"). It asks the paper's causal
+question of the text directly: a copied bet does not depend on its episodes, a valid solution
+does. One extra no-grad forward pass per episode and one per completion, at generation."""
+
+from __future__ import annotations
+
+from gc2po.methods.base import register_method
+from gc2po.methods.gc2po_corrected import KIND, gc2po_add_advantages
+
+register_method(
+    "gc2po_add_answer",
+    "GC2PO (corrected) on each episode's answer dependence instead of R_cf (beyond the paper)",
+    display_name="GC2PO (corrected, answer dependence; beyond the paper)",
+    colour="#6b6ecf",
+    order=95,
+    **{
+        **KIND,
+        "fixed": {"cf_signal": "answer_dependence"},
+        "fidelity": "beyond the paper: the corrected GC2PO with the fall of the answer's "
+        "log-probability when an episode is removed (Lanham et al. 2023) as its signal",
+    },
+)(gc2po_add_advantages)

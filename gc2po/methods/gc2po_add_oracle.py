@@ -1,0 +1,27 @@
+"""Control (oracle): the corrected GC2PO with R_cf replaced by the testbed oracle's validity of
+each episode (issue 31, a positive control; not in the paper). Everything else is the corrected
+form's (lambda_cf, std floor, clip, the group z-score): the only change is the signal, so it
+shows what the corrected form can do with a perfect process signal. With ``cf_signal_rho`` the
+validity is mixed with noise to a within-group correlation rho given f
+(``gc2po.core.signals.mix_to_correlation``): how good must a process signal be? Testbed only."""
+
+from __future__ import annotations
+
+from gc2po.methods.base import register_method
+from gc2po.methods.gc2po_corrected import KIND, gc2po_add_advantages
+
+register_method(
+    "gc2po_add_oracle",
+    "Control (oracle): the corrected GC2PO on the oracle's episode validity instead of R_cf",
+    display_name="Control (oracle): GC2PO (corrected, oracle validity)",
+    colour="#e7969c",
+    order=94,
+    # the signal is mixed within each group: a group's completions must sit on one process
+    **{
+        **KIND,
+        "local_groups": True,
+        "fixed": {"cf_signal": "oracle"},
+        "fidelity": "not in any paper: a positive control with the testbed oracle's episode "
+        "validity (issue 31); the corrected GC2PO otherwise",
+    },
+)(gc2po_add_advantages)

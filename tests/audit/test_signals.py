@@ -1,0 +1,139 @@
+"""The signal audit (``gc2po.audit.signals``): the within-problem correlation given f on a
+hand-computed frame, the noisy oracle read at its nominal rho, and the episode frame of real
+completions scored through the trainer's functions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from gc2po.audit.signals import (
+    SIGNAL_CAPTION,
+    episode_frame,
+    signal_audit,
+    signal_markdown,
+    signal_table,
+)
+from gc2po.evaluation.backends import Generation
+from gc2po.testbed.generator import Problem, solution_text
+from gc2po.testbed.oracle import grade
+from gc2po.training.signals import noisy_oracle
+from tests.audit.test_audit import audit_config
+
+
+def test_within_problem_correlation_given_f_by_hand():
+    # problem a: f = 1 episodes valid 1, 0, 0 with signal 3, 1, 2; f = 0 episodes valid 1, 0 with
+    #   signal 5, 5 (constant within its cell: contributes validity variance only)
+    #   residuals: valid [2/3, -1/3, -1/3, 1/2, -1/2], signal [1, -1, 0, 0, 0]
+    #   cov = (2/3 + 1/3) / 5 = 0.2; var_v = (4/9 + 1/9 + 1/9 + 1/4 + 1/4) / 5 = 0.23333;
+    #   var_s = 2/5 = 0.4 -> corr = 0.2 / sqrt(0.09333) = 0.654654
+    # problem b: validity constant within f (undefined, left out); problem c: 2 episodes, f = 1,
+    #   valid 1, 0, signal 0, 1 -> corr -1. Weighted by episodes: (5 * 0.654654 - 2) / 7
+    frame = pd.DataFrame(
+        {
+            "problem_id": ["a"] * 5 + ["b"] * 3 + ["c"] * 2,
+            "f": [1, 1, 1, 0, 0, 1, 1, 0, 1, 1],
+            "valid": [1, 0, 0, 1, 0, 1, 1, 0, 1, 0],
+            "r_cf@last_content": [3, 1, 2, 5, 5, 1, 2, 3, 0, 1],
+        }
+    )
+    (row,) = signal_audit(frame, num_resamples=200)
+    a = 0.2 / math.sqrt(0.4 * (4 / 9 + 1 / 9 + 1 / 9 + 1 / 4 + 1 / 4) / 5)
+    assert a == pytest.approx(0.654654, rel=1e-5)
+    assert row["rho"] == pytest.approx((5 * a - 2) / 7)
+    assert (row["problems"], row["episodes"], row["signal"]) == (2, 10, "r_cf@last_content")
+    assert row["ci_low"] == pytest.approx(-1.0) and row["ci_high"] == pytest.approx(a)
+
+
+def test_the_noisy_oracle_is_audited_at_its_nominal_rho_and_noise_near_zero():
+    rng = np.random.default_rng(0)
+    problems, k, width = 200, 8, 3
+    count = problems * k
+    validity = torch.tensor(rng.random((count, width)) < 0.35, dtype=torch.float64)
+    f = torch.tensor((rng.random(count) < 0.5).astype(int))
+    present = torch.tensor(rng.random((count, width)) < 0.8)
+    present[:, 0] = True
+    rows, slots = present.nonzero(as_tuple=True)
+    columns = {
+        "problem_id": (rows // k).tolist(),
+        "f": f[rows].tolist(),
+        "valid": validity[rows, slots].tolist(),
+        "r_cf@noise": rng.normal(size=len(rows)).tolist(),
+    }
+    for rho in (0.07, 0.3, 1.0):
+        table = noisy_oracle(
+            validity, present, f, torch.arange(count), k, rho, seed=1, max_episodes=4
+        )
+        columns[f"oracle(rho={rho})"] = table[rows, slots].tolist()
+    audited = {row["signal"]: row for row in signal_audit(pd.DataFrame(columns))}
+    for rho in (0.07, 0.3, 1.0):
+        row = audited[f"oracle(rho={rho})"]
+        assert row["rho"] == pytest.approx(rho, abs=1e-6)
+        assert row["ci_low"] <= rho + 1e-9 and rho - 1e-9 <= row["ci_high"]
+    noise = audited["r_cf@noise"]
+    assert noise["ci_low"] < 0 < noise["ci_high"] and abs(noise["rho"]) < 0.1
+
+
+def test_the_table_names_each_signal_and_prints_the_ci():
+    rows = [
+        {"signal": "r_cf@last_content", "rho": 0.05, "ci_low": -0.01, "ci_high": 0.1,
+         "rho_unconditional": 0.2, "problems": 40, "episodes": 300},
+        {"signal": "oracle(rho=0.3)", "rho": 0.3, "ci_low": 0.3, "ci_high": 0.3,
+         "rho_unconditional": 0.25, "problems": 41, "episodes": 300},
+        {"signal": "answer_dependence", "rho": -0.2, "ci_low": -0.3, "ci_high": -0.1,
+         "rho_unconditional": -0.1, "problems": 40, "episodes": 300},
+    ]  # fmt: skip
+    table = signal_table([("Base model", "0", rows)])
+    assert table.signal.tolist() == [
+        "R_cf at last_content",
+        "noisy oracle, rho = 0.3 (check)",
+        "answer dependence (beyond the paper)",
+    ]
+    text = signal_markdown(table, SIGNAL_CAPTION)
+    assert (
+        "| Base model | 0 | R_cf at last_content | +0.050 [-0.010, +0.100] | +0.200 | 40 |" in text
+    )
+
+
+@pytest.mark.slow
+def test_the_episode_frame_of_real_completions(tiny_model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from gc2po.audit.batch import cf_at, prepare
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    problem = Problem(
+        "p0", "test_id", "Ana has 5 apples. Ana buys 3 more. How many?", 5,
+        (("+", 3), ("*", 2)), (8, 16),
+    )  # fmt: skip
+    texts = [
+        solution_text(problem, "correct"),
+        solution_text(problem, "slip"),
+        solution_text(problem, "shortcut"),
+        "no idea \\boxed{3}",
+    ]
+    generations = [
+        Generation(0, i, t, 0, True, tokenizer(t, add_special_tokens=False)["input_ids"])
+        for i, t in enumerate(texts)
+    ]
+    config = audit_config(k=4, signal_rhos=(0.3, 1.0))
+    batch = prepare(model, tokenizer, ["<|user|>q\n<|assistant|>"], generations, config)
+    frame = episode_frame(batch, [problem], generations, config, model, tokenizer, cf_at)
+    # 2 + 2 + 2 episodes and one fallback piece; validity by the oracle, episode by episode
+    assert frame.sample_index.tolist() == [0, 0, 1, 1, 2, 2, 3]
+    assert frame.episode.tolist() == [0, 1, 0, 1, 0, 1, 0]
+    slip = list(grade(problem, texts[1]).episode_valid)
+    assert frame.valid.tolist() == [1, 1, *slip, 0, 0, 0] and sum(slip) == 1
+    assert frame.f.tolist() == [1, 1, 0, 0, 1, 1, 0]
+    for column in ("r_cf@last_content", "r_cf@episode_end", "answer_dependence", "oracle(rho=0.3)"):
+        assert np.isfinite(frame[column]).all(), column
+    assert frame.answer_dependence.abs().sum() > 0
+    # R_cf per episode averages to the completion audit's R_cf per completion
+    per_completion = frame.groupby("sample_index")["r_cf@episode_end"].mean()
+    expected = cf_at(batch, config, "episode_end", config.counterfactual.perturbation, 0)[2]
+    assert per_completion.tolist() == pytest.approx(expected.tolist(), abs=1e-6)

@@ -1,0 +1,31 @@
+"""The signal audit table (tables/signal_audit.{md,csv}) from every audited model's summary."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from _common import logged  # noqa: E402
+
+from gc2po.audit.signals import SIGNAL_CAPTION, signal_markdown, signal_table  # noqa: E402
+from gc2po.reporting.layout import CheckpointAuditDir, audit_of_summary  # noqa: E402
+from gc2po.reporting.names import method_name  # noqa: E402
+
+sm = snakemake  # noqa: F821
+with logged(sm) as log:
+    audits = []
+    for path in map(Path, sm.input):
+        audit = audit_of_summary(path)
+        checkpoint = isinstance(audit, CheckpointAuditDir)
+        step = str(audit.step) if checkpoint else ("0" if audit.model == "base" else "end")
+        name = method_name(audit.model, sm.params.names)
+        model = (
+            name
+            if len({a.base for a in map(audit_of_summary, sm.input)}) == 1
+            else (f"{audit.base}: {name}")
+        )
+        audits.append((model, step, json.loads(path.read_text())["signals"]))
+    table = signal_table(audits)
+    table.to_csv(sm.output.csv, index=False)
+    Path(sm.output.md).write_text(signal_markdown(table, SIGNAL_CAPTION))
+    log(f"{len(table)} rows from {len(audits)} audits")
