@@ -28,6 +28,8 @@ SHOWN = [
     ("gc2po_add_no_sexp", "GC2PO (corrected) w/o S_exp", "#98df8a"),
     ("gc2po_add_no_ssta", "GC2PO (corrected) w/o S_sta", "#c5b0d5"),
     ("gc2po_add_no_rcf", "GC2PO (corrected) w/o R_cf", "#c49c94"),
+    # the positive control of issue 31, after every method it controls for
+    ("grpo_fxp", "Control (oracle): GRPO on f x p", "#2f4f4f"),
 ]
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -45,6 +45,7 @@ ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
     "gc2po_add_no_sexp": "gc2po_add_advantages",
     "gc2po_add_no_ssta": "gc2po_add_advantages",
     "gc2po_add_no_rcf": "gc2po_add_advantages",
+    "grpo_fxp": "grpo_fxp_advantages",
 }
 BETA = {
     "dr_grpo": 0.0,

@@ -124,6 +124,11 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
         and "| + GRPO |" in table1
     )
     assert "| + GC2PO (corrected, additive) |" in table1  # a departure from the paper, labelled so
+    assert "| + Control (oracle): GRPO on f x p |" in table1  # the positive control, labelled so
+    assert "| Longer chains | Wrong bet | Average |" in table1  # the wrong-bet split, evaluated
+    # every split's chance level, and the two splits no reward on the train split can teach
+    assert "chance level (a question-blind guesser drawing from the train answers): " in table1
+    assert "not learnable from the train split: Rephrased, Longer chains." in table1
     assert (
         "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 "
         "new tokens" in table1
@@ -140,6 +145,29 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert (
         "| testbed | Test (ID) |" in (tables / "gc2po_vs_grpo.md").read_text()
     )  # report.comparisons
+    assert "Chance level" in (tables / "grpo_fxp_vs_grpo.md").read_text()
+    # the mechanism measures, for the base model and every run (sweeps included)
+    for name in ("mechanism", "mechanism_greedy"):
+        mechanism = (tables / f"{name}.md").read_text()
+        assert "| Model | Test (ID): process validity | Test (ID): copy share |" in mechanism
+        assert "| + GC2PO (paper, lambda_cf = 0.5) |" in mechanism
+        assert "| + Control (oracle): GRPO on f x p |" in mechanism
+    dose = (tables / "dose_response_gc2po_lambda_cf.md").read_text()
+    assert "| testbed | 0.5 | GC2PO (paper, lambda_cf = 0.5) |" in dose
+    assert (work / "results" / "ci" / "figures" / "dose_response_gc2po_lambda_cf.png").exists()
+    wrongbet = json.loads(
+        (
+            work
+            / "results"
+            / "ci"
+            / "eval"
+            / "testbed"
+            / "base"
+            / "seed0"
+            / "test_wrongbet.jsonl.summary.json"
+        ).read_text()
+    )
+    assert 0 < wrongbet["chance_level"] < 1 and wrongbet["reachable"] is True
     curve = (
         (work / "results" / "ci" / "curves" / "testbed" / "gc2po" / "seed0.csv")
         .read_text()

@@ -90,6 +90,11 @@ def eval_model_input(wildcards):
     return [eval_model_path(wildcards)]
 
 
+def eval_train_input(wildcards):
+    """The base model's training set, for the testbed splits' chance levels (testbed only)."""
+    return train_data_file(wildcards) if TESTBED else []
+
+
 def eval_model_path(wildcards):
     if wildcards.model == "base":
         return base_model_path(wildcards.base)

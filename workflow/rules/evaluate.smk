@@ -6,6 +6,7 @@ rule evaluate:
     input:
         model=eval_model_input,
         data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
+        train=eval_train_input,  # a testbed split's chance level is computed from it (common.smk)
     output:
         samples=eval_outputs(eval_root(OUT), BENCHMARKS),
         summaries=eval_outputs(eval_root(OUT), BENCHMARKS, SUMMARY_SUFFIX),
@@ -37,6 +38,7 @@ if GREEDY:
         input:
             model=eval_model_input,
             data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
+            train=eval_train_input,
         output:
             samples=eval_outputs(eval_root(OUT, greedy=True), BENCHMARKS),
             summaries=eval_outputs(eval_root(OUT, greedy=True), BENCHMARKS, SUMMARY_SUFFIX),
