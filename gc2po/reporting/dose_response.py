@@ -133,7 +133,8 @@ def figure(
         for i, block in enumerate(blocks):
             part = mine[mine["block"] == block]
             swept, base = part[part["run"] != "base"], part[part["run"] == "base"]
-            label = method_name(method, names) if len(blocks) == 1 else f"{block}: {method}"
+            name = method_name(method, names)
+            label = name if len(blocks) == 1 else f"{block}: {name}"
             ax.errorbar(
                 swept["value"],
                 swept["mean"],

@@ -67,3 +67,41 @@ def test_a_dose_response_that_no_run_sweeps_fails_before_any_job(tmp_path):
     assert (
         "report.dose_response[0]: no run of 'gc2po_add' sets 'lambda_cf'" in out.stdout + out.stderr
     )
+
+
+def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_path):
+    overlay = tmp_path / "greedy.yaml"
+    overlay.write_text("evaluate: {greedy_benchmarks: [test_wrongbet]}\n")
+    out = snakemake(
+        "-n",
+        "--forceall",
+        "--cores",
+        "2",
+        "-d",
+        str(tmp_path),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--configfile",
+        str(ROOT / "config/config.yaml"),
+        str(overlay),
+        "-p",
+        "results/testbed/tables/mechanism_greedy.md",
+        "results/testbed/tables/table1_greedy.md",
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    greedy = "results/testbed/eval_greedy/testbed/base/seed0/"
+    assert f"{greedy}test_wrongbet.jsonl" in out.stdout
+    assert f"{greedy}test_id.jsonl" not in out.stdout  # evaluated greedily only where asked
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("evaluate: {greedy_benchmarks: [gsm8k]}\n")
+    out = snakemake(
+        "-n",
+        "-d",
+        str(tmp_path),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--configfile",
+        str(ROOT / "config/config.yaml"),
+        str(bad),
+    )
+    assert "evaluate.greedy_benchmarks: ['gsm8k'] are not evaluated" in out.stdout + out.stderr

@@ -6,9 +6,11 @@
 # parse; tests/workflow/test_mechanism_rules.py keeps the two equal)
 MEASURE_SPLITS = ("test_id", "test_wrongbet")
 MECHANISM_SPLITS = [split for split in MEASURE_SPLITS if split in BENCHMARKS] if TESTBED else []
-# table -> whether it reads the greedy evaluations
-MECHANISM_TABLES = ({"mechanism": False, **({"mechanism_greedy": True} if GREEDY else {})}
-                    if MECHANISM_SPLITS else {})
+# table -> the splits it reads, greedy evaluations or not
+MECHANISM_TABLES = {"mechanism": (MECHANISM_SPLITS, False)} if MECHANISM_SPLITS else {}
+if GREEDY and set(MECHANISM_SPLITS) & set(GREEDY_BENCHMARKS):
+    MECHANISM_TABLES["mechanism_greedy"] = ([s for s in MECHANISM_SPLITS if s in GREEDY_BENCHMARKS],
+                                            True)
 
 DOSE_RESPONSE = {}  # output name -> {method, key, markers}
 for _i, _spec in enumerate(config["report"].get("dose_response") or []):
@@ -31,16 +33,17 @@ RUN_SETTINGS = {label: {"method": run.method, "trainer": run.trainer} for label,
 
 rule mechanism:
     input:
-        samples=lambda wc: eval_files(MODELS, MECHANISM_SPLITS, greedy=MECHANISM_TABLES[wc.mechanism]),
-        data=expand(f"{RES}/data/{{split}}.jsonl", split=MECHANISM_SPLITS),
+        samples=lambda wc: eval_files(MODELS, MECHANISM_TABLES[wc.mechanism][0],
+                                      greedy=MECHANISM_TABLES[wc.mechanism][1]),
+        data=lambda wc: expand(f"{RES}/data/{{split}}.jsonl", split=MECHANISM_TABLES[wc.mechanism][0]),
     output:
         md=table_file(OUT, "{mechanism}", "md"),
         csv=table_file(OUT, "{mechanism}", "csv"),
     params:
-        splits=MECHANISM_SPLITS,
+        splits=lambda wc: MECHANISM_TABLES[wc.mechanism][0],
         names=RUN_NAMES,
         title=lambda wc: "What each model does with the cue" + (
-            ", greedy decoding" if MECHANISM_TABLES[wc.mechanism] else ""),
+            ", greedy decoding" if MECHANISM_TABLES[wc.mechanism][1] else ""),
     wildcard_constraints:
         mechanism="|".join(MECHANISM_TABLES) or "no_mechanism",
     log:
