@@ -44,7 +44,7 @@ def test_the_default_plans_the_mechanism_tables(tmp_path):
         str(ROOT / "config/config.yaml"),
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    assert re.search(r"^mechanism\s+2$", out.stdout, re.MULTILINE), out.stdout[-3000:]  # + greedy
+    assert re.search(r"^mechanism\s+1$", out.stdout, re.MULTILINE), out.stdout[-3000:]
     assert "rule dose_response:" not in out.stdout  # the default sweeps nothing
 
 
@@ -71,7 +71,7 @@ def test_a_dose_response_that_no_run_sweeps_fails_before_any_job(tmp_path):
 
 def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_path):
     overlay = tmp_path / "greedy.yaml"
-    overlay.write_text("evaluate: {greedy_benchmarks: [test_wrongbet]}\n")
+    overlay.write_text("evaluate: {greedy: true, greedy_benchmarks: [test_wrongbet]}\n")
     out = snakemake(
         "-n",
         "--forceall",

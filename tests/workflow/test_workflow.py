@@ -38,13 +38,14 @@ def test_dry_run_of_default_config_plans_every_stage():
         "warm_start",
         "train",
         "evaluate",
-        "evaluate_greedy",
         "table",
         "comparison",
         "figures",
         "length_figure",
+        "mechanism",
     ):
         assert f"rule {rule}:" in out.stdout, rule
+    assert "rule evaluate_greedy:" not in out.stdout  # the default: the training temperature only
     assert "rule audit:" not in out.stdout  # the audit is config/testbed_full.yaml's
 
 
