@@ -64,7 +64,7 @@ def dose_rows(values: Values, points: dict[str, float], measures: list[Measure])
                 continue
             for measure in measures:
                 seeds = mine.get(measure.key, {})
-                mean, low, high = percent_interval(list(seeds.values()))
+                mean, low, high = percent_interval(list(seeds.values()), share=True)
                 rows.append(
                     {
                         "block": block,
@@ -108,8 +108,8 @@ def to_markdown(
     lines += [
         "",
         "Cells: mean over seeds (%) with its 95% t-interval over seeds (Student t, S - 1 degrees "
-        "of freedom). The measures are those of the mechanism table (tables/mechanism.md)."
-        + (f" Marked on the axis: {marked}." if marked else ""),
+        "of freedom, clipped to [0, 100]). The measures are those of the mechanism table "
+        "(tables/mechanism.md)." + (f" Marked on the axis: {marked}." if marked else ""),
         "",
     ]
     return "\n".join(lines)

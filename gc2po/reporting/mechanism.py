@@ -85,16 +85,23 @@ def seed_values(paths: list[str | Path], problems: dict[str, dict[str, Problem]]
     return {key: dict(measures) for key, measures in values.items()}
 
 
-def percent_interval(values: list[float]) -> tuple[float, float, float]:
-    """(mean, low, high) in %: NaN throughout when no value is finite."""
+def percent_interval(values: list[float], share: bool = False) -> tuple[float, float, float]:
+    """(mean, low, high) in % of ``values`` [S]: NaN throughout when no value is finite. A
+    ``share`` (a fraction, not a difference of two) has its interval clipped to [0, 100], as the
+    figures clip their bands: a t-interval over 3 seeds can reach past what a share can be."""
     finite = [v for v in values if math.isfinite(v)]
-    return tuple(100 * np.array(seed_interval(finite))) if finite else (math.nan,) * 3
+    if not finite:
+        return (math.nan,) * 3
+    mean, low, high = 100 * np.array(seed_interval(finite))
+    if share:
+        low, high = np.clip([low, high], 0, 100)  # NaN (one seed) stays NaN
+    return float(mean), float(low), float(high)
 
 
 def measure_row(block: str, model: str, measure: Measure, mine: dict, base: dict) -> dict:
     """One CSV row: ``mine`` and ``base`` map seed -> value of ``measure``."""
     row = {"block": block, "model": model, "split": measure.split, "measure": measure.name}
-    row.update(zip(("mean", "ci_low", "ci_high"), percent_interval(list(mine.values()))))
+    row.update(zip(("mean", "ci_low", "ci_high"), percent_interval(list(mine.values()), True)))
     paired = sorted(set(mine) & set(base)) if model != "base" else []
     if paired:
         differences = [mine[s] - base[s] for s in paired]
@@ -150,12 +157,12 @@ def column_name(measure: Measure) -> str:
 
 CAPTION = (
     "Cells: mean over seeds of each seed's value (%), with its 95% t-interval over seeds (Student "
-    "t, S - 1 degrees of freedom; none from one seed); for a trained model, in parentheses, the "
-    "mean paired difference to its base model (the same seeds) with its 95% t-interval. Process "
-    "validity: the oracle's mean process validity. Copy share: the share of completions of "
-    "problems with a bet whose boxed answer is the bet's number and whose steps do not derive it "
-    f"(process validity below {VALID_STEPS}). Cued / uncued pass@1: pass@1 on the problems with "
-    "/ without a bet. Every bet of the wrong-bet split is wrong."
+    "t, S - 1 degrees of freedom, clipped to [0, 100]; none from one seed); for a trained model, "
+    "in parentheses, the mean paired difference to its base model (the same seeds) with its 95% "
+    "t-interval. Process validity: the oracle's mean process validity. Copy share: the share of "
+    "completions of problems with a bet whose boxed answer is the bet's number and whose steps do "
+    f"not derive it (process validity below {VALID_STEPS}). Cued / uncued pass@1: pass@1 on the "
+    "problems with / without a bet. Every bet of the wrong-bet split is wrong."
 )
 
 

@@ -88,15 +88,18 @@ def test_the_mechanism_table_by_hand(tmp_path):
 
     # copy share on test_id (problem a's 2 samples): base 1/2, 1; GRPO 1, 1
     base_copy = cell("base", "test_id", "copy_share")
-    assert (base_copy["mean"], base_copy.ci_low, base_copy.ci_high) == pytest.approx(
-        t_interval([0.5, 1.0])
-    )
+    # the t-interval of 1/2 and 1 (2 seeds) reaches past 0 and 100: clipped to what a share can be
+    mean, low, high = t_interval([0.5, 1.0])
+    assert low < 0 and high > 100
+    assert (base_copy["mean"], base_copy.ci_low, base_copy.ci_high) == pytest.approx((mean, 0, 100))
     assert base_copy.seed_values == "0:50.0000;1:100.0000" and base_copy.seeds == "0,1"
     grpo_copy = cell("grpo", "test_id", "copy_share")
     assert grpo_copy["mean"] == pytest.approx(100) and math.isnan(base_copy["diff"])
+    # a difference is not clipped
     assert (grpo_copy["diff"], grpo_copy.diff_ci_low, grpo_copy.diff_ci_high) == pytest.approx(
         t_interval([0.5, 0.0])
     )
+    assert grpo_copy.diff_ci_low < 0
     # process validity over all 4 samples; uncued pass@1 on problem b
     assert cell("base", "test_id", "process_validity")["mean"] == pytest.approx(100 * (2 / 4) / 2)
     assert cell("grpo", "test_id", "uncued_pass@1")["mean"] == pytest.approx(100 * 0.75)
