@@ -29,6 +29,7 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/audit.smk"
+include: "workflow/rules/mechanism.smk"
 
 # Downloads run on the submit host, never as cluster jobs (DOWNLOAD_RULES in common.smk).
 workflow.localrules(*(rule.name for rule in workflow.rules if rule.name in DOWNLOAD_RULES))
@@ -42,3 +43,4 @@ rule all:
         REPORT_PAGES,
         AUDIT_FIGURE,
         AUDIT_TABLES,
+        MECHANISM_OUTPUTS,

@@ -15,8 +15,10 @@ Eval config (YAML; see ``config/examples/eval_*.yaml``)::
       gsm8k: {path: ../../data/benchmarks/gsm8k_test.json, limit: 200, seed: 0}
 
 For ``task: testbed`` the benchmark names are testbed splits and ``path`` is a split's JSONL
-(the workflow's ``resources/<name>/data/<split>.jsonl``). Everything, the model included, is
-checked before torch is imported, and a bad value fails naming its key.
+(the workflow's ``resources/<name>/data/<split>.jsonl``); the summary's chance level is computed
+from the train split, ``benchmarks.train.path`` or else ``train.jsonl`` beside the split's file.
+Everything, the model included, is checked before torch is imported, and a bad value fails
+naming its key.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ from gc2po.data.tasks import BENCHMARK, TASKS, TESTBED, check_task
 from gc2po.reporting.layout import RunDir, summary_path
 
 BACKENDS = ("transformers", "vllm", "auto")
-TESTBED_SPLITS = ("train", "test_id", "test_rephrase", "test_distractor", "test_longer")
+# gc2po.testbed.generator.SPLITS (a test keeps them equal; importing the testbed imports torch)
+TESTBED_SPLITS = tuple(
+    "train test_id test_rephrase test_distractor test_longer test_wrongbet".split()
+)
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
@@ -189,6 +194,7 @@ def load_benchmark_data(config: dict, benchmark: str, config_path: str, out_path
         from gc2po.data.jsonl import read_jsonl
 
         records = read_jsonl(path)[: spec.get("limit")]
+        testbed_train_path(config, path, config_path)  # exists, for the chance level
     else:
         if benchmark not in BENCHMARKS:
             raise ValueError(
@@ -202,6 +208,20 @@ def load_benchmark_data(config: dict, benchmark: str, config_path: str, out_path
     return BenchmarkData(
         benchmark, records, data_provenance(path, records, source=f"hub:{benchmark}"), out_path
     )
+
+
+def testbed_train_path(config: dict, split_path: str, config_path: str) -> str:
+    """The train split a testbed split's chance level is computed from: ``benchmarks.train.path``,
+    else ``train.jsonl`` beside the split's file (where the workflow writes every split)."""
+    given = _resolve((config["benchmarks"].get("train") or {}).get("path"), config_path)
+    path = given or str(Path(split_path).parent / "train.jsonl")
+    if not Path(path).is_file():
+        where = "benchmarks.train.path" if given else "no benchmarks.train.path, and"
+        raise ValueError(
+            f"{config_path}: {where} {path} does not exist (a testbed evaluation computes its "
+            "chance level from the train split)"
+        )
+    return path
 
 
 def refuse_foreign_output(out_path: Path, model: str):
@@ -245,6 +265,12 @@ def run_eval(
     out_path = key.out_path(config["output_dir"], benchmark)
     data = load_benchmark_data(config, benchmark, config_path, out_path)
     refuse_foreign_output(out_path, model)
+    if config["task"] == TESTBED:
+        from gc2po.data.jsonl import read_jsonl
+        from gc2po.testbed.chance import split_labels
+
+        train = read_jsonl(testbed_train_path(config, data.data["path"], config_path))
+        data.labels = split_labels(data.records, train, where=data.data["path"])
 
     from tqdm import tqdm
 

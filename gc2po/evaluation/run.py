@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,6 +50,8 @@ class BenchmarkData:
     records: list[dict]
     data: dict  # provenance.data_provenance: path and sha256
     out_path: Path
+    # what the summary records about the data (a testbed split: gc2po.testbed.chance.split_labels)
+    labels: dict = field(default_factory=dict)
 
 
 def prompts_for(records: list[dict], task: str) -> list[list[dict]]:
@@ -60,18 +62,11 @@ def grader_for(task: str, p_threshold: float = 0.5) -> Callable[[dict, str], dic
     """(record, completion) -> {"correct": bool, ...extra fields} (or a grader error's fields)."""
     if task == TESTBED:
         from gc2po.testbed.generator import Problem
-        from gc2po.testbed.oracle import grade
+        from gc2po.testbed.metrics import graded_sample
 
-        def grade_testbed(record, completion):
-            result = grade(Problem.from_record(record), completion, p_threshold=p_threshold)
-            return {
-                "correct": bool(result.f),
-                "process_validity": result.p,
-                "group": result.group,
-                "formatted": result.formatted,
-            }
-
-        return grade_testbed
+        return lambda record, completion: graded_sample(
+            Problem.from_record(record), completion, p_threshold
+        )
     from gc2po.evaluation.graders import grade_fields
 
     return grade_fields
@@ -286,7 +281,12 @@ def evaluate_model(
             bench.out_path,
             budgets=budgets if i == 0 else None,
             progress=progress,
-            provenance_fields={**base_fields, "benchmark": bench.name, "data": bench.data},
+            provenance_fields={
+                **base_fields,
+                "benchmark": bench.name,
+                "data": bench.data,
+                **bench.labels,
+            },
             max_grader_errors=max_grader_errors,
         )
         log(

@@ -14,6 +14,9 @@ import torch
 from gc2po.core.registry import Registry, caller_site
 
 LOSS_TYPES = ("grpo", "dr_grpo")  # TRL's loss aggregations the methods use
+# a method that owns its reward trains with [outcome, its reward] (gc2po.training.rewards
+# .reward_functions): the outcome logged beside it, not trained on
+OWN_REWARD_WEIGHTS = [0.0, 1.0]
 
 
 @dataclass
@@ -93,6 +96,9 @@ class Method:
     cf_state: str = (
         "episode_end"  # the default token whose state R_cf reads (gc2po.training.episode_states)
     )
+    # task -> a TRL reward function the method trains on instead of the outcome (its reward, e.g.
+    # f x p); None: the outcome. The outcome is still logged, with weight 0 (OWN_REWARD_WEIGHTS)
+    rewards: Mapping[str, Callable] | None = None
 
     def check_fixed(self, settings: dict[str, Any]) -> None:
         """Refuse settings that give a field this method fixes another value (ValueError naming
@@ -110,7 +116,8 @@ class Method:
                 f"method {self.name!r}: loss_type must be one of {LOSS_TYPES}, got "
                 f"{self.loss_type!r}"
             )
-        object.__setattr__(self, "fixed", {"loss_type": self.loss_type, **self.fixed})
+        own = {"reward_weights": list(OWN_REWARD_WEIGHTS)} if self.rewards is not None else {}
+        object.__setattr__(self, "fixed", {"loss_type": self.loss_type, **own, **self.fixed})
 
 
 METHODS: Registry[Method] = Registry("method")

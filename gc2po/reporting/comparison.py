@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gc2po.reporting import split_notes
 from gc2po.reporting.captions import HOLM_ALPHA, holm_family_text, holm_verdicts, interval_text
 from gc2po.reporting.names import RunNames, benchmark_name, method_name
 from gc2po.reporting.stats import paired_differences, paired_interval, paired_macro_test
@@ -184,7 +185,12 @@ def write_comparison(
     names: RunNames = None,
 ) -> pd.DataFrame:
     rows = compare(files, method_a, method_b, benchmarks)
+    labels = split_notes.split_labels([f.path for f in files])  # testbed: chance, reachability
+    rows = split_notes.with_columns(rows, labels)
+    notes = split_notes.sentence(labels, benchmarks)
     Path(md).parent.mkdir(parents=True, exist_ok=True)
-    Path(md).write_text(to_markdown(rows, method_a, method_b, names))
+    Path(md).write_text(
+        to_markdown(rows, method_a, method_b, names) + (f"{notes}\n" if notes else "")
+    )
     rows.to_csv(csv, index=False, float_format="%.4f")
     return rows

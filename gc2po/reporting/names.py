@@ -32,6 +32,7 @@ TESTBED_SPLIT_NAMES: dict[str, str] = {
     "test_rephrase": "Rephrased",
     "test_distractor": "Distractors",
     "test_longer": "Longer chains",
+    "test_wrongbet": "Wrong bet",
 }
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gc2po.reporting import captions, layout, table_format
+from gc2po.reporting import captions, layout, split_notes, table_format
 from gc2po.reporting.names import RunNames, benchmark_order, method_order
 from gc2po.reporting.stats import (
     check_graded,
@@ -278,8 +278,10 @@ def write_table(
     label -> display name, from the plan); returns the cells."""
     if not files:
         raise ValueError("table: no evaluation files")
+    labels = split_notes.split_labels([f.path for f in files])  # testbed: chance, reachability
     protocol = captions.protocol_text(read_protocols(files), benchmarks)
-    cells = cell_table(files, order, benchmarks)
+    protocol += split_notes.caption(labels, benchmarks)
+    cells = split_notes.with_columns(cell_table(files, order, benchmarks), labels)
     outputs = {
         md: table_format.to_markdown(cells, benchmarks, title, protocol, names),
         tex: table_format.to_latex(cells, benchmarks, title, protocol, label, names),

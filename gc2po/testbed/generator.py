@@ -7,16 +7,22 @@ each phrased by a template. Its reference solution writes one ``<episode_i>`` pe
 - ``train`` and ``test_id``: training templates, 2-4 steps;
 - ``test_rephrase``: held-out templates;
 - ``test_distractor``: training templates plus sentences with irrelevant numbers;
-- ``test_longer``: 5-6 steps, more than seen in training.
+- ``test_longer``: 5-6 steps, more than seen in training;
+- ``test_wrongbet``: training templates, 2-4 steps, no distractor, and always a bet that is wrong
+  (it isolates reliance on the cue: a model that copies the bet fails every problem).
 
 The spurious cue (the paper's Figure 1 motivation, a shortcut that pays in distribution): with
 probability ``CueConfig.frac`` a ``train`` / ``test_id`` problem carries a sentence in which
 someone bets on the answer, right with probability ``CueConfig.accuracy``. On
 ``test_distractor`` the bet is always wrong (a misleading number among the distractors);
-``test_rephrase`` and ``test_longer`` carry none. A model that copies the bet gains in
-distribution and fails out of it; the process-validity oracle grades a copied answer invalid.
+``test_rephrase`` and ``test_longer`` carry none; every ``test_wrongbet`` problem carries one,
+always wrong, whatever ``frac`` is. A model that copies the bet gains in distribution and fails
+out of it; the process-validity oracle grades a copied answer invalid.
 
-No problem text appears in two splits.
+No problem text appears in two splits, and a ``test_wrongbet`` problem does not restate an
+earlier problem's numbers with only a bet added. Each split draws from its own random streams
+and splits are drawn in the order of ``SPLITS``, so adding a split at its end leaves the others'
+problems as they were.
 """
 
 from __future__ import annotations
@@ -68,12 +74,14 @@ DISTRACTORS = [
 ]
 
 SPLITS = {
-    # name: (templates, min steps, max steps, distractor sentences, cue: "id" | "wrong" | None)
+    # name: (templates, min steps, max steps, distractor sentences,
+    #        cue: "id" | "wrong" | "always_wrong" | None); new splits go last (see the docstring)
     "train": ("train", 2, 4, 0, "id"),
     "test_id": ("train", 2, 4, 0, "id"),
     "test_rephrase": ("held_out", 2, 4, 0, None),
     "test_distractor": ("train", 2, 4, 2, "wrong"),
     "test_longer": ("train", 5, 6, 0, None),
+    "test_wrongbet": ("train", 2, 4, 0, "always_wrong"),
 }
 NUMBER = re.compile(r"\d+")
 MAX_VALUE = 60  # keeps intermediate values small enough for a tiny model to compute
@@ -157,9 +165,10 @@ def _draw_chain(rng: random.Random, num_steps: int) -> tuple[int, list[tuple[str
 
 
 def _draw_cue(rng: random.Random, kind: str | None, answer: int, cue: CueConfig) -> int | None:
-    """The bet of a cue sentence, or None: right with probability ``accuracy`` in distribution,
-    always wrong (off by 1-5) on the ``wrong`` kind."""
-    if kind is None or rng.random() >= cue.frac:
+    """The bet of a cue sentence, or None: with probability ``frac`` (always for the
+    ``always_wrong`` kind); right with probability ``accuracy`` in distribution, always wrong (off
+    by 1-5) on the ``wrong`` and ``always_wrong`` kinds."""
+    if kind is None or (kind != "always_wrong" and rng.random() >= cue.frac):
         return None
     if kind == "id" and rng.random() < cue.accuracy:
         return answer
@@ -191,17 +200,18 @@ def generate_splits(
     Deterministic in ``seed``; splits are generated in a fixed order and a problem is redrawn
     when an earlier split used its text, or stated the same numbers in the same order (the
     workflow's decontamination check flags a shared 13-word run with the same numbers, which two
-    templates can produce for different problems). ``cue`` None (or frac 0)
-    gives the problems of a testbed without the spurious cue, drawn as before it existed.
+    templates can produce for different problems); a ``test_wrongbet`` problem also when its
+    numbers without the bet are those of an earlier problem without its bet (an earlier problem
+    with only a bet added). ``cue`` None (or frac 0) gives the problems of a testbed without the
+    spurious cue, drawn as before it existed.
     """
     cue = cue or CueConfig()
     unknown = sorted(set(sizes) - set(SPLITS))
     if unknown:
         raise ValueError(f"unknown testbed split(s) {unknown}; valid: {sorted(SPLITS)}")
     seen: set[str] = set()
-    earlier_numbers: set[tuple[str, ...]] = (
-        set()
-    )  # the numbers each problem of an earlier split states
+    earlier_numbers: set[tuple[str, ...]] = set()  # what each problem of an earlier split states
+    stems: set[tuple[str, ...]] = set()  # the same without the bet, of every problem drawn
     out: dict[str, list[Problem]] = {}
     for split in SPLITS:  # fixed order: train first
         if split not in sizes:
@@ -222,9 +232,14 @@ def generate_splits(
             # so frac 0 leaves the other texts as they were
             cue_value = _draw_cue(cue_rng, cue_kind, values[-1], cue)
             question = _phrase(rng, TEMPLATES[kind], start, steps, distractors, cue_value, cue_rng)
-            if question in seen or tuple(NUMBER.findall(question)) in earlier_numbers:
+            numbers = tuple(NUMBER.findall(question))
+            stem = numbers[:-1] if cue_value is not None else numbers  # the bet is stated last
+            if question in seen or numbers in earlier_numbers:
+                continue
+            if cue_kind == "always_wrong" and stem in stems:
                 continue
             seen.add(question)
+            stems.add(stem)
             problems.append(
                 Problem(
                     f"{split}-{len(problems):05d}",

@@ -1,7 +1,9 @@
-"""Outcome rewards R_out in {0, 1} as TRL reward functions.
+"""Outcome rewards R_out in {0, 1} as TRL reward functions, and the functions a run trains with.
 
 TRL calls ``f(prompts, completions, completion_ids, **columns)``; each function here is
-named ``outcome`` so every method logs ``rewards/outcome/mean``.
+named ``outcome`` so every method logs ``rewards/outcome/mean``. A method that owns its reward
+(``gc2po.methods.base.Method.rewards``, e.g. the f x p control) trains on it, and the outcome is
+still computed and logged beside it with weight 0 (:func:`reward_functions`).
 """
 
 from __future__ import annotations
@@ -17,16 +19,9 @@ def _text(completion) -> str:
 
 def testbed_outcome(prompts, completions, meta_json, **kwargs) -> list[float]:
     """Testbed oracle: 1 when the boxed answer is the gold answer."""
-    from gc2po.testbed.generator import Problem
-    from gc2po.testbed.oracle import grade
+    from gc2po.testbed.metrics import graded_completions
 
-    out = []
-    for completion, meta, question in zip(
-        completions, meta_json, kwargs.get("question", [None] * len(completions))
-    ):
-        record = {"id": "", "question": question or "", "meta": json.loads(meta)}
-        out.append(float(grade(Problem.from_record(record), _text(completion)).f))
-    return out
+    return [float(r.f) for r in graded_completions(completions, meta_json, kwargs.get("question"))]
 
 
 def benchmark_outcome(prompts, completions, answer, meta_json, **kwargs) -> list[float]:
@@ -46,6 +41,22 @@ REWARDS = {TESTBED: testbed_outcome, BENCHMARK: benchmark_outcome}
 # trajectory score (GC2PO) check it before training; a user's function declares it the same way
 for _function in REWARDS.values():
     _function.reward_range = (0.0, 1.0)
+
+
+def reward_functions(method, task: str) -> list:
+    """The reward functions a run of ``method`` (a ``gc2po.methods.base.Method``) on ``task``
+    trains with, the outcome first (TRL logs each as ``rewards/<name>/mean``; the rollout services
+    read the first as a continuation's outcome): ``[outcome]``, or for a method that owns its
+    reward ``[outcome, its reward]``, which the method's fixed ``reward_weights`` weigh 0 and 1.
+    A task the method has no reward for is refused, naming both."""
+    if method.rewards is None:
+        return [REWARDS[task]]
+    if task not in method.rewards:
+        raise ValueError(
+            f"method {method.name!r} trains on a reward of its own, defined for task(s) "
+            f"{sorted(method.rewards)} only, not for task {task!r}"
+        )
+    return [REWARDS[task], method.rewards[task]]
 
 
 def check_nonnegative_rewards(method: str, functions, weights) -> None:

@@ -239,13 +239,16 @@ def build_args(run: dict):
         method.check_fixed(trainer)
     except ValueError as err:
         raise ValueError(f"run config: trainer.{err}") from err
-    if method.nonnegative_rewards:
-        from gc2po.training.rewards import REWARDS, check_nonnegative_rewards
+    from gc2po.training.rewards import check_nonnegative_rewards, reward_functions
 
+    try:  # a method that owns its reward refuses a task it has none for
+        functions = reward_functions(method, run_task(run))
+    except ValueError as err:
+        raise ValueError(f"run config: {err}") from err
+    if method.nonnegative_rewards:
+        weights = method.fixed.get("reward_weights") or trainer.get("reward_weights")
         try:
-            check_nonnegative_rewards(
-                method.name, [REWARDS[run_task(run)]], trainer.get("reward_weights") or [1.0]
-            )
+            check_nonnegative_rewards(method.name, functions, weights or [1.0] * len(functions))
         except ValueError as err:
             raise ValueError(f"run config: trainer.reward_weights: {err}") from err
     kwargs = {**TRAINER_DEFAULTS, **trainer, **method.fixed}

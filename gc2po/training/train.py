@@ -62,7 +62,8 @@ def train(run: dict, log=print) -> Path:
     """Train one run; returns the directory holding the final model."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from gc2po.training.rewards import REWARDS
+    from gc2po.methods import get_method
+    from gc2po.training.rewards import reward_functions
     from gc2po.training.trainer import GC2POTrainer
 
     precheck(run)  # the commonest mistakes, within a second
@@ -85,7 +86,7 @@ def train(run: dict, log=print) -> Path:
         args=args,
         train_dataset=build_dataset(records, task),
         processing_class=tokenizer,
-        reward_funcs=[REWARDS[task]],
+        reward_funcs=reward_functions(get_method(args.method), task),
     )
     log(
         f"training {args.method} ({args.precision}) on {len(records)} problems -> "

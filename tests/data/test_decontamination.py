@@ -173,6 +173,7 @@ def test_testbed_splits_share_template_phrasing_but_no_problem(seed):
         "test_rephrase": 300,
         "test_distractor": 300,
         "test_longer": 300,
+        "test_wrongbet": 300,
     }
     splits = {
         k: [p.record() for p in v]

@@ -94,7 +94,9 @@ def testbed_checkout(tmp_path, monkeypatch):
         ROOT / "config" / "examples" / "eval_testbed.yaml", tmp_path / "config" / "examples"
     )
     manifest = write_splits(
-        {"test_id": 6, "test_longer": 4}, 0, tmp_path / "resources" / "testbed" / "data"
+        {"train": 16, "test_id": 6, "test_longer": 4},
+        0,
+        tmp_path / "resources" / "testbed" / "data",
     )
     monkeypatch.chdir(tmp_path)
     return tmp_path, manifest
@@ -146,6 +148,13 @@ def test_example_eval_config_runs_on_a_testbed_split_through_the_workflow_code(
         "fully_bad",
     }
     assert [row["budget"] for row in summary["budget_curve"]] == [8, 16, 32, 64]
+    # the split's chance level, from train.jsonl beside it, and its reachability
+    from gc2po.testbed.chance import split_labels
+
+    data = root / "resources" / "testbed" / "data"
+    labels = split_labels(read_jsonl(data / "test_id.jsonl"), read_jsonl(data / "train.jsonl"))
+    assert {k: summary[k] for k in labels} == labels and labels["reachable"] is True
+    assert all({"cued", "bet", "answer", "copies_bet"} <= set(s) for s in samples)
     # what the workflow's evaluate script calls, on the same inputs, writes the same samples
     data = root / "resources" / "testbed" / "data" / "test_id.jsonl"
     records = read_jsonl(data)
@@ -164,6 +173,16 @@ def test_example_eval_config_runs_on_a_testbed_split_through_the_workflow_code(
         log=lambda *a: None,
     )
     assert read_samples(root / "wf" / "test_id.jsonl") == samples
+
+
+def test_a_testbed_split_without_its_train_split_fails_naming_it(testbed_checkout, tiny_model_dir):
+    root, _ = testbed_checkout
+    (root / "resources" / "testbed" / "data" / "train.jsonl").unlink()
+    from gc2po.evaluation.cli_eval import run_eval
+
+    config = yaml.safe_load((root / "config" / "examples" / "eval_testbed.yaml").read_text())
+    with pytest.raises(ValueError, match=r"no benchmarks.train.path, and .*train.jsonl does not"):
+        run_eval(config, str(tiny_model_dir), "test_id", "config/examples/eval_testbed.yaml")
 
 
 @pytest.mark.slow

@@ -29,8 +29,10 @@ def write_eval(
     benchmark: str,
     correct: list[int],
     protocol: dict | None = None,
+    labels: dict | None = None,
 ) -> Path:
-    """One sample per problem p0, p1, ...; the summary carries ``protocol``."""
+    """One sample per problem p0, p1, ...; the summary carries ``protocol`` (and ``labels``: a
+    testbed split's chance level and reachability)."""
     path = root / "eval" / block / model / f"seed{seed}" / f"{benchmark}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
@@ -42,6 +44,7 @@ def write_eval(
     summary = {
         "pass@1": sum(correct) / len(correct),
         "protocol": {**PROTOCOL, **(protocol or {}), "seed": seed},
+        **(labels or {}),
     }
     Path(str(path) + ".summary.json").write_text(json.dumps(summary))
     return path

@@ -3,7 +3,14 @@ import pytest
 from gc2po.testbed.generator import SPLITS, Problem, generate_splits, solution_text
 from gc2po.testbed.oracle import grade
 
-SIZES = {"train": 300, "test_id": 60, "test_rephrase": 60, "test_distractor": 60, "test_longer": 60}
+SIZES = {
+    "train": 300,
+    "test_id": 60,
+    "test_rephrase": 60,
+    "test_distractor": 60,
+    "test_longer": 60,
+    "test_wrongbet": 60,
+}
 
 
 def test_generator_is_deterministic_per_seed():
@@ -54,7 +61,14 @@ def test_unknown_split_raises():
 
     with pytest.raises(ValueError, match="unknown testbed split"):
         generate_splits({"validation": 3}, 0)
-    assert set(SPLITS) == {"train", "test_id", "test_rephrase", "test_distractor", "test_longer"}
+    assert set(SPLITS) == {
+        "train",
+        "test_id",
+        "test_rephrase",
+        "test_distractor",
+        "test_longer",
+        "test_wrongbet",
+    }
 
 
 def test_the_cue_pays_in_distribution_and_misleads_out_of_it():
@@ -123,3 +137,45 @@ def test_a_bad_cue_setting_is_refused_naming_the_key(values):
         cue_from_mapping(values)
     with pytest.raises(ValueError, match=r"testbed\.cue: unknown key\(s\) \['rate'\]"):
         cue_from_mapping({"rate": 0.5})
+
+
+@pytest.mark.parametrize("cue", [None, {"frac": 0.5, "accuracy": 0.9}])
+def test_the_wrong_bet_split_always_bets_wrong_on_plain_train_style_problems(cue):
+    from gc2po.testbed.generator import NUMBER, TEMPLATES, CueConfig
+
+    sizes = {"train": 300, "test_id": 60, "test_wrongbet": 200}
+    splits = generate_splits(sizes, 2, CueConfig(**cue) if cue else None)
+    wrongbet = splits["test_wrongbet"]
+    assert len(wrongbet) == 200
+    # a bet on every problem, whatever the cue's frac (0 here when cue is None), always wrong
+    assert all(p.cue is not None and p.cue != p.answer and p.cue >= 0 for p in wrongbet)
+    assert all(abs(p.cue - p.answer) <= 5 for p in wrongbet)
+    assert all(2 <= len(p.steps) <= 4 for p in wrongbet)
+    # train templates and no distractor: start, one sentence per step, the bet, the question
+    assert all(p.question.count(".") + p.question.count("?") == len(p.steps) + 3 for p in wrongbet)
+    held_out = {t.split("{")[0] for ts in TEMPLATES["held_out"].values() for t in ts} - {""}
+    assert not any(phrase in p.question for p in wrongbet for phrase in held_out)
+    assert all(f" {p.cue}." in p.question for p in wrongbet)
+    # no problem of an earlier split with only a bet added
+    earlier = {
+        tuple(NUMBER.findall(p.question))[: -1 if p.cue is not None else None]
+        for split in ("train", "test_id")
+        for p in splits[split]
+    }
+    assert not any(tuple(NUMBER.findall(p.question))[:-1] in earlier for p in wrongbet)
+
+
+def test_adding_the_wrong_bet_split_leaves_every_other_split_as_it_was():
+    from gc2po.testbed.generator import CueConfig
+
+    cue = CueConfig(frac=0.5, accuracy=0.9)
+    others = {k: v for k, v in SIZES.items() if k != "test_wrongbet"}
+    assert generate_splits(others, 0, cue) == {
+        k: v for k, v in generate_splits(SIZES, 0, cue).items() if k != "test_wrongbet"
+    }
+
+
+def test_gc2po_eval_knows_every_split():
+    from gc2po.evaluation.cli_eval import TESTBED_SPLITS
+
+    assert TESTBED_SPLITS == tuple(SPLITS)

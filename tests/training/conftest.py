@@ -31,6 +31,30 @@ parity_reward.__name__ = "outcome"  # logged as rewards/outcome/mean, like the r
 parity_reward.reward_range = (0.0, 1.0)  # GC2PO checks that R_out cannot go below 0
 
 
+def stand_in_for(own):
+    """For a method that owns its reward (``Method.rewards``), a reward under the same name with
+    variance inside most groups and other values than the outcome's (length divisible by 3): the
+    tiny random model never answers a problem, so the method's real reward would be 0 throughout.
+    """
+
+    def reward(prompts, completions, **kwargs):
+        return [float(len(c[-1]["content"]) % 3 == 0) for c in completions]
+
+    reward.__name__, reward.reward_range = own.__name__, own.reward_range
+    return reward
+
+
+def trainer_rewards(method: str, outcome) -> list:
+    """The reward functions the trainer gets for ``method``, as ``gc2po.training.train`` chooses
+    them (``gc2po.training.rewards.reward_functions``), with ``outcome`` for the outcome and a
+    stand-in for a method's own reward."""
+    from gc2po.methods import get_method
+    from gc2po.training.rewards import reward_functions
+
+    functions = reward_functions(get_method(method), "testbed")
+    return [outcome] + [stand_in_for(own) for own in functions[1:]]
+
+
 def run_config(model_dir, train_file, out_dir, method, **trainer):
     return {
         "model": str(model_dir),
@@ -79,7 +103,7 @@ def make_trainer(
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        reward_funcs=[reward],
+        reward_funcs=trainer_rewards(method, reward),
     )
 
 

@@ -52,7 +52,7 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
             row_index=batch.row_index,
         ).token_advantages
     grouped = rewards.view(-1, K)
-    if method == "grpo":
+    if method in ("grpo", "grpo_fxp"):  # grpo_fxp: GRPO on its own reward (batch.rewards)
         return grpo_advantage(grouped).reshape(-1)
     if method in ("dr_grpo", "gvpo"):
         return dr_grpo_advantage(grouped).reshape(-1)
@@ -163,6 +163,8 @@ def test_each_method_trains_and_its_advantages_are_its_core_entry_points(
             "oracle": ["signal/oracle_validity"],
             "answer_dependence": ["signal/answer_dependence", "signal/answer_found"],
         }[trainer.args.cf_signal]
+    if METHODS[method].rewards:  # the reward it trains on, beside the outcome
+        expected += [f"rewards/{f.__name__}/mean" for f in METHODS[method].rewards.values()]
     if METHODS[method].needs_old_logps or METHODS[method].needs_rollout_states:
         expected += [
             "sampling_ratio/mean"
@@ -174,6 +176,27 @@ def test_each_method_trains_and_its_advantages_are_its_core_entry_points(
     }.get(method, [])
     for key in expected:
         assert key in steps[0], f"{method}: metric {key} not logged"
+
+
+@pytest.mark.slow
+def test_a_method_that_owns_its_reward_trains_on_it_and_logs_the_outcome(small_run, tmp_path):
+    """grpo_fxp: the trainer gets [outcome, its reward] weighted [0, 1]: the advantages come from
+    its reward alone, and rewards/outcome/mean is still the plain outcome's mean."""
+    trainer = small_run("grpo_fxp", out="fxp", max_steps=1, save_strategy="no")
+    calls = record_advantages(trainer)
+    assert [f.__name__ for f in trainer.reward_funcs] == ["outcome", "outcome_x_validity"]
+    assert trainer.reward_weights.tolist() == [0.0, 1.0]
+    trainer.train()
+    (batch, adv), per_function = calls[-1], trainer._rewards_per_func.cpu()  # [B], [B, 2]
+    assert not torch.equal(per_function[:, 0], per_function[:, 1])  # the two rewards differ
+    torch.testing.assert_close(batch.rewards, per_function[:, 1])  # trained on its own reward
+    torch.testing.assert_close(adv, grpo_advantage(per_function[:, 1].view(-1, 2)).reshape(-1))
+    lines = (tmp_path / "fxp" / "metrics.jsonl").read_text().splitlines()
+    (logged,) = [record for record in map(json.loads, lines) if "loss" in record]  # the step
+    assert logged["rewards/outcome/mean"] == pytest.approx(per_function[:, 0].mean().item())
+    assert logged["rewards/outcome_x_validity/mean"] == pytest.approx(
+        per_function[:, 1].mean().item()
+    )
 
 
 @pytest.mark.slow
@@ -364,6 +387,7 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
         ("gc2po_add_oracle", {"cf_signal_rho": 1.5}, r"cf_signal_rho must be in \(0, 1\]"),
         ("gc2po_add", {"cf_signal_rho": 0.3}, r"only mixes cf_signal 'oracle'"),
         ("gc2po_add_answer", {"cf_signal_rho": 0.3}, r"only mixes cf_signal 'oracle'"),
+        ("grpo_fxp", {"reward_weights": [1.0, 1.0]}, r"conflicts with method 'grpo_fxp'"),
     ],
 )
 def test_bad_config_fails_before_model_load(method, override, match, tmp_path):
@@ -392,6 +416,17 @@ def test_the_oracle_control_needs_the_testbed(tmp_path):
     assert build_args({**run, "method": "gc2po_add_answer", "task": "benchmark"}).cf_signal == (
         "answer_dependence"
     )
+
+
+def test_a_method_that_owns_its_reward_refuses_a_task_it_has_none_for(tmp_path):
+    run = {"model": "m", "train_data": "x.jsonl", "output_dir": str(tmp_path), "trainer": SMALL}
+    with pytest.raises(
+        ValueError,
+        match=r"method 'grpo_fxp' trains on a reward of its own, "
+        r"defined for task\(s\) \['testbed'\] only, not for task 'benchmark'",
+    ):
+        build_args({**run, "method": "grpo_fxp", "task": "benchmark"})
+    assert build_args({**run, "method": "grpo_fxp", "task": "testbed"}).reward_weights == [0, 1]
 
 
 @pytest.mark.parametrize(

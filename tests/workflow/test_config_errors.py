@@ -49,6 +49,17 @@ def changed(path: str, value):
         ),
         (changed("methods", ["grpo", "ppo"]), "methods[1]: must be one of ['dr_grpo', "),
         (changed("epochs", 3), "the config: unknown key(s) ['epochs']; valid: ['ablation_bases', "),
+        (
+            changed("report.dose_response", [{"method": "gc2po"}]),
+            "report.dose_response[0]: missing key(s) ['key']",
+        ),
+        (
+            changed(
+                "report.dose_response",
+                [{"method": "gc2po", "key": "lambda_cf", "markers": {"R_cf": "high"}}],
+            ),
+            "report.dose_response[0].markers.R_cf: must be number, got 'high'",
+        ),
     ],
 )
 def test_a_bad_workflow_config_value_is_one_line_naming_the_key(config, message):

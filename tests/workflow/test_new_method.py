@@ -49,7 +49,7 @@ def files(root: Path) -> dict[str, bytes]:
 
 def toy_overlay() -> dict:
     """The ci miniature (config/ci.yaml) training the toy method alone: no ablations, sweeps,
-    learning curve, audit or comparison, which name other methods."""
+    learning curve, audit, comparison or dose response, which name other methods."""
     overlay = yaml.safe_load((ROOT / "config/ci.yaml").read_text())
     overlay.pop("audit")
     overlay["evaluate"].pop("learning_curve")
@@ -60,7 +60,11 @@ def toy_overlay() -> dict:
         sweeps={"lambda_exp": [], "lambda_cf": []},
     )
     overlay["report"].update(
-        main_methods=["toy_sign"], ablation_methods=[], cost_reference="toy_sign", comparisons=[]
+        main_methods=["toy_sign"],
+        ablation_methods=[],
+        cost_reference="toy_sign",
+        comparisons=[],
+        dose_response=[],
     )
     return overlay
 

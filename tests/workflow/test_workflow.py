@@ -38,13 +38,14 @@ def test_dry_run_of_default_config_plans_every_stage():
         "warm_start",
         "train",
         "evaluate",
-        "evaluate_greedy",
         "table",
         "comparison",
         "figures",
         "length_figure",
+        "mechanism",
     ):
         assert f"rule {rule}:" in out.stdout, rule
+    assert "rule evaluate_greedy:" not in out.stdout  # the default: the training temperature only
     assert "rule audit:" not in out.stdout  # the audit is config/testbed_full.yaml's
 
 
@@ -135,6 +136,11 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     signals = (tables / "signal_audit.md").read_text()  # every audited model's episode signals
     assert "| Base model | 0 | R_cf at last_content |" in signals
     assert "| GC2PO (paper) | end | noisy oracle, rho = 0.3 (check) |" in signals
+    assert "| + Control (oracle): GRPO on f x p |" in table1  # the positive control, labelled so
+    assert "| Longer chains | Wrong bet | Average |" in table1  # the wrong-bet split, evaluated
+    # every split's chance level, and the two splits no reward on the train split can teach
+    assert "chance level (a question-blind guesser drawing from the train answers): " in table1
+    assert "not learnable from the train split: Rephrased, Longer chains." in table1
     assert (
         "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 "
         "new tokens" in table1
@@ -151,6 +157,29 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert (
         "| testbed | Test (ID) |" in (tables / "gc2po_vs_grpo.md").read_text()
     )  # report.comparisons
+    assert "Chance level" in (tables / "grpo_fxp_vs_grpo.md").read_text()
+    # the mechanism measures, for the base model and every run (sweeps included)
+    for name in ("mechanism", "mechanism_greedy"):
+        mechanism = (tables / f"{name}.md").read_text()
+        assert "| Model | Test (ID): process validity | Test (ID): copy share |" in mechanism
+        assert "| + GC2PO (paper, lambda_cf = 0.5) |" in mechanism
+        assert "| + Control (oracle): GRPO on f x p |" in mechanism
+    dose = (tables / "dose_response_gc2po_lambda_cf.md").read_text()
+    assert "| testbed | 0.5 | GC2PO (paper, lambda_cf = 0.5) |" in dose
+    assert (work / "results" / "ci" / "figures" / "dose_response_gc2po_lambda_cf.png").exists()
+    wrongbet = json.loads(
+        (
+            work
+            / "results"
+            / "ci"
+            / "eval"
+            / "testbed"
+            / "base"
+            / "seed0"
+            / "test_wrongbet.jsonl.summary.json"
+        ).read_text()
+    )
+    assert 0 < wrongbet["chance_level"] < 1 and wrongbet["reachable"] is True
     curve = (
         (work / "results" / "ci" / "curves" / "testbed" / "gc2po" / "seed0.csv")
         .read_text()

@@ -90,6 +90,11 @@ def eval_model_input(wildcards):
     return [eval_model_path(wildcards)]
 
 
+def eval_train_input(wildcards):
+    """The base model's training set, for the testbed splits' chance levels (testbed only)."""
+    return train_data_file(wildcards) if TESTBED else []
+
+
 def eval_model_path(wildcards):
     if wildcards.model == "base":
         return base_model_path(wildcards.base)
@@ -133,6 +138,11 @@ RUN_PATTERN = RunDir("{base}", "{run}", "{seed}")  # a run of the {base}/{run}/{
 TABLE1_BENCHMARKS = config["report"].get("table1_benchmarks") or BENCHMARKS
 # evaluate.greedy: every model is also evaluated with greedy decoding (rule evaluate_greedy)
 GREEDY = bool(config["evaluate"].get("greedy", False))
+# the benchmarks evaluated greedily (evaluate.greedy_benchmarks; default: every evaluated one)
+GREEDY_BENCHMARKS = config["evaluate"].get("greedy_benchmarks") or BENCHMARKS
+if set(GREEDY_BENCHMARKS) - set(BENCHMARKS):
+    raise ValueError(f"evaluate.greedy_benchmarks: {sorted(set(GREEDY_BENCHMARKS) - set(BENCHMARKS))} "
+                     "are not evaluated (evaluate.benchmarks)")
 TABLE_SPECS = {  # name -> (methods, benchmarks, title, base models[, greedy decoding])
     "table1": (config["report"]["main_methods"], TABLE1_BENCHMARKS, "Pass@1 (%) per benchmark", list(BASE_MODELS)),
     "generalization": (config["report"]["main_methods"], config["report"]["generalization_benchmarks"],
@@ -143,7 +153,8 @@ TABLE_SPECS = {  # name -> (methods, benchmarks, title, base models[, greedy dec
 if not config["report"]["ablation_methods"]:  # a config without ablations has no ablation table
     del TABLE_SPECS["ablation"]
 if GREEDY:
-    TABLE_SPECS["table1_greedy"] = (config["report"]["main_methods"], TABLE1_BENCHMARKS,
+    TABLE_SPECS["table1_greedy"] = (config["report"]["main_methods"],
+                                    [b for b in TABLE1_BENCHMARKS if b in GREEDY_BENCHMARKS],
                                     "Pass@1 (%) per benchmark, greedy decoding", list(BASE_MODELS),
                                     True)
 

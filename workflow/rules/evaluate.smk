@@ -6,6 +6,7 @@ rule evaluate:
     input:
         model=eval_model_input,
         data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
+        train=eval_train_input,  # a testbed split's chance level is computed from it (common.smk)
     output:
         samples=eval_outputs(eval_root(OUT), BENCHMARKS),
         summaries=eval_outputs(eval_root(OUT), BENCHMARKS, SUMMARY_SUFFIX),
@@ -34,16 +35,18 @@ rule evaluate:
 
 if GREEDY:
 
-    rule evaluate_greedy:  # the same models and benchmarks, greedy decoding (one completion each)
+    rule evaluate_greedy:  # the same models, greedy decoding (one completion each) of
+        # evaluate.greedy_benchmarks (default: every benchmark)
         input:
             model=eval_model_input,
-            data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=BENCHMARKS),
+            data=expand(f"{RES}/data/{{benchmark}}.jsonl", benchmark=GREEDY_BENCHMARKS),
+            train=eval_train_input,
         output:
-            samples=eval_outputs(eval_root(OUT, greedy=True), BENCHMARKS),
-            summaries=eval_outputs(eval_root(OUT, greedy=True), BENCHMARKS, SUMMARY_SUFFIX),
+            samples=eval_outputs(eval_root(OUT, greedy=True), GREEDY_BENCHMARKS),
+            summaries=eval_outputs(eval_root(OUT, greedy=True), GREEDY_BENCHMARKS, SUMMARY_SUFFIX),
         params:
             model=eval_model_path,
-            benchmarks=BENCHMARKS,
+            benchmarks=GREEDY_BENCHMARKS,
             task=TASK,
             backend=config["evaluate"]["backend"],
             sampling={**config["evaluate"]["sampling"], "n": 1, "temperature": 0.0, "top_p": 1.0},

@@ -33,6 +33,8 @@ rule table:
 rule comparison:
     input:
         samples=lambda wc: eval_files(COMPARISONS[wc.comparison], config["evaluate"]["benchmarks"]),
+        summaries=lambda wc: eval_files(COMPARISONS[wc.comparison], config["evaluate"]["benchmarks"],
+                                        suffix=SUMMARY_SUFFIX),  # the splits' chance levels
     output:
         md=table_file(OUT, "{comparison}", "md"),
         csv=table_file(OUT, "{comparison}", "csv"),

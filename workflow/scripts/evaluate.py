@@ -1,5 +1,6 @@
 """Evaluate one (base, model, seed) on every benchmark through gc2po.evaluation.run.evaluate_model,
-the code `gc2po eval` runs: per-sample records and summaries with protocol and provenance."""
+the code `gc2po eval` runs: per-sample records and summaries with protocol and provenance (a
+testbed split's summary also its chance level and reachability, from the base's train split)."""
 
 import sys
 from pathlib import Path
@@ -9,18 +10,24 @@ import torch  # noqa: E402
 from _common import logged  # noqa: E402
 
 from gc2po.data.jsonl import read_jsonl  # noqa: E402
+from gc2po.data.tasks import TESTBED  # noqa: E402
 from gc2po.evaluation.provenance import data_provenance  # noqa: E402
 from gc2po.evaluation.run import BenchmarkData, EvalKey, evaluate_model  # noqa: E402
+from gc2po.testbed.chance import split_labels  # noqa: E402
 
 sm = snakemake  # noqa: F821
 p = sm.params
 with logged(sm) as log:
     torch.set_num_threads(sm.threads)
     key = EvalKey(sm.wildcards.base, sm.wildcards.model, int(sm.wildcards.seed))
+    train = read_jsonl(sm.input.train) if p.task == TESTBED else None
     benchmarks = []
     for name, data, out in zip(p.benchmarks, sm.input.data, sm.output.samples):
         records = read_jsonl(data)
-        benchmarks.append(BenchmarkData(name, records, data_provenance(data, records), Path(out)))
+        labels = split_labels(records, train, where=data) if train is not None else {}
+        benchmarks.append(
+            BenchmarkData(name, records, data_provenance(data, records), Path(out), labels)
+        )
     evaluate_model(
         p.model,
         benchmarks,

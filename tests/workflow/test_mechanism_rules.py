@@ -1,0 +1,107 @@
+"""The mechanism and dose-response rules: planned for testbed configs, a dose response that no
+run sweeps refused before any job, and the rules' copy of the measured splits kept equal to the
+testbed's."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from gc2po.testbed.mechanism import MEASURE_SPLITS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def snakemake(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_the_rules_measure_the_testbeds_splits():
+    text = (ROOT / "workflow" / "rules" / "mechanism.smk").read_text()
+    found = re.search(r"^MEASURE_SPLITS = (\(.*\))$", text, re.MULTILINE)
+    assert found and eval(found[1]) == MEASURE_SPLITS  # a literal tuple of names
+
+
+def test_the_default_plans_the_mechanism_tables(tmp_path):
+    out = snakemake(
+        "-n",
+        "--forceall",
+        "--cores",
+        "2",
+        "-d",
+        str(tmp_path),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--configfile",
+        str(ROOT / "config/config.yaml"),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert re.search(r"^mechanism\s+1$", out.stdout, re.MULTILINE), out.stdout[-3000:]
+    assert "rule dose_response:" not in out.stdout  # the default sweeps nothing
+
+
+def test_a_dose_response_that_no_run_sweeps_fails_before_any_job(tmp_path):
+    overlay = tmp_path / "dose.yaml"
+    overlay.write_text("report: {dose_response: [{method: gc2po_add, key: lambda_cf}]}\n")
+    out = snakemake(
+        "-n",
+        "--cores",
+        "1",
+        "-d",
+        str(tmp_path),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--configfile",
+        str(ROOT / "config/config.yaml"),
+        str(overlay),
+    )
+    assert out.returncode != 0
+    assert (
+        "report.dose_response[0]: no run of 'gc2po_add' sets 'lambda_cf'" in out.stdout + out.stderr
+    )
+
+
+def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_path):
+    overlay = tmp_path / "greedy.yaml"
+    overlay.write_text("evaluate: {greedy: true, greedy_benchmarks: [test_wrongbet]}\n")
+    out = snakemake(
+        "-n",
+        "--forceall",
+        "--cores",
+        "2",
+        "-d",
+        str(tmp_path),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--configfile",
+        str(ROOT / "config/config.yaml"),
+        str(overlay),
+        "-p",
+        "results/testbed/tables/mechanism_greedy.md",
+        "results/testbed/tables/table1_greedy.md",
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    greedy = "results/testbed/eval_greedy/testbed/base/seed0/"
+    assert f"{greedy}test_wrongbet.jsonl" in out.stdout
+    assert f"{greedy}test_id.jsonl" not in out.stdout  # evaluated greedily only where asked
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("evaluate: {greedy_benchmarks: [gsm8k]}\n")
+    out = snakemake(
+        "-n",
+        "-d",
+        str(tmp_path),
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--configfile",
+        str(ROOT / "config/config.yaml"),
+        str(bad),
+    )
+    assert "evaluate.greedy_benchmarks: ['gsm8k'] are not evaluated" in out.stdout + out.stderr
