@@ -9,17 +9,16 @@ episode's sign differ from its trajectory's (the paper's stated intent) with |A 
 lambda_cf * z_clip.
 
 The std floor (``cf_std_floor``) stays at 0.1, chosen on the train split (the base model, 300
-problems x 8 completions, ``benchmarks/std_floor.py``, docs/benchmarks.md): R_cf's spread within
-a group is Monte-Carlo noise of its perturbations, not a property of the states (median group
-std 0.0150, noise std 0.0145; two independent draws correlate +0.18 within a group), and its
-within-problem correlation with episode validity given f is +0.02 [-0.01, +0.05] at
-``last_content``. A floor below that spread (0.001) makes the bonus a full z-score of that noise:
-47% of the token advantage variance, of which about 0.02% tracks validity; at 0.1 the floor binds
-in 99.7% of groups and the bonus carries 4.5%. The floor therefore keeps the corrected form close
-to GRPO on this testbed, by design, because its signal is noise here
-(``config/testbed_control.yaml`` trains 0.001 beside it to show what the full z-score does). A
-signal with real spread meets the floor only where it is constant in a group (the oracle's
-validity: 11.7% of groups, at every floor from 0.001 to 0.1).
+problems x 8 completions, R_cf read at ``result``; ``benchmarks/std_floor.py``, docs/benchmarks.md):
+R_cf's within-problem correlation with episode validity given f is +0.14 there, so whatever the
+floor, about 2% (rho^2) of the bonus's variance tracks validity. With a floor of 0.001 (never
+binding) the bonus is a full z-score and carries 42% of the token advantage variance, 0.86% of it
+tracking validity; at 0.1 (binding in every group: R_cf's median group std is 0.044, of which
+Monte-Carlo noise of the perturbations 0.028) it carries 16%, 0.34% tracking validity. The larger
+floor keeps the unrelated part of the bonus small while the signal is this weak;
+``config/testbed_study.yaml`` trains 0.001 beside it to show what the full z-score does. A signal
+with real spread meets the floor only where it is constant in a group (the oracle's validity:
+11.7% of groups, at every floor from 0.001 to 0.1).
 """
 
 from __future__ import annotations
@@ -32,12 +31,15 @@ from gc2po.methods.gc2po import register_ablations
 
 FIDELITY = (
     "departure from the paper: additive GRPO + lambda_cf * group z-score of R_cf per episode, "
-    "no surprise weights, R_cf read at the last content token of an episode (cf_state "
-    "'last_content', never EOS)"
+    "no surprise weights, R_cf read at the token before a step's result (cf_state 'result', "
+    "never EOS)"
 )
-# the state with the tightest positive cor(R_cf, p | f) on the testbed's train split that never
-# reads EOS (benchmarks/state_choice.py, docs/results.md "Choosing cf_state")
-KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="last_content")
+# The state chosen on the testbed's train split by the quantity training uses: the within-problem
+# correlation of R_cf with episode validity given f (what a within-group z-score sees; base model,
+# 300 problems x 8, benchmarks/std_floor.py): result +0.143 [+0.113, +0.173], episode_end +0.066,
+# last_content +0.019, closing_tag +0.000. (An earlier choice, last_content, rested on a
+# correlation pooled over problems, which compares problems rather than a group's episodes.)
+KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="result")
 
 
 @register_method(

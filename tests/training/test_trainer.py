@@ -466,7 +466,7 @@ def test_each_gc2po_form_reads_its_own_state_unless_told(tmp_path):
     # the paper's form keeps the state it always read; the corrected one reads the step's result
     assert (state("gc2po"), state("gc2po_add"), state("grpo")) == (
         "episode_end",
-        "last_content",
+        "result",
         "episode_end",
     )
     assert state("gc2po", cf_state="last_content") == "last_content"
