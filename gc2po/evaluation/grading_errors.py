@@ -8,8 +8,6 @@ errors than its budget (``evaluate.max_grader_errors``, default 0) fails naming 
 
 from __future__ import annotations
 
-from gc2po.reporting.stats import is_error
-
 ERROR_KINDS = {
     "unavailable": "no sandbox can run code on this machine and the weaker mode was not asked for",
     "cgroup": "the sample's cgroup could not be made or entered",
@@ -18,6 +16,11 @@ ERROR_KINDS = {
     "cleanup": "processes of the sample outlived it",
     "grader": "the grader itself failed (pipes, processes)",
 }
+
+
+def is_error(grade: dict) -> bool:
+    """A per-sample record whose grading failed: no grade (see :func:`error_fields`)."""
+    return grade.get("status") == "error"
 
 
 class GraderError(RuntimeError):

@@ -44,12 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gc2po.evaluation.grading_errors import is_error
+
 EXACT_SIGN_FLIPS_UP_TO = 16  # seeds; above this the sign-flip test samples random flips
-
-
-def is_error(grade: dict) -> bool:
-    """A per-sample record whose grading failed (``gc2po.evaluation.grading_errors``): no grade."""
-    return grade.get("status") == "error"
 
 
 def check_graded(record: dict, where: str) -> None:

@@ -207,7 +207,7 @@ def test_the_audit_scores_with_the_run_settings_it_is_given():
     config = AuditConfig.from_trainer(args, k=4, seed=3)
     assert config.counterfactual == args.counterfactual_params()
     assert config.counterfactual.perturbation == [{"name": "group_mix", "alpha": 0.6}]
-    assert (config.cf_state, config.lambda_cf, config.k, config.seed) == ("last_content", 0.5, 4, 3)
+    assert (config.cf_state, config.lambda_cf, config.k, config.seed) == ("result", 0.5, 4, 3)
     assert config.temperature == args.temperature
 
 
