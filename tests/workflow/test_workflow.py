@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gc2po.methods import METHODS
+from gc2po.reporting.docs_check import check_page, results_machine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -263,3 +264,30 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
         "config/ci.yaml",
     )
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.slow
+def test_a_docs_table_bound_to_a_miniature_output_is_checked_row_by_row(ci_local_run, tmp_path):
+    """The docs checker on real workflow output: a page that pastes the miniature's Table 1 and
+    names its file passes; one changed cell fails, naming the row."""
+    work, out = ci_local_run
+    assert out.returncode == 0, out.stderr[-5000:]
+    produced = (work / "results" / "ci" / "tables" / "table1.md").read_text().splitlines()
+    rows = [line for line in produced if line.startswith("|")]
+    machine = results_machine(work / "results" / "ci")
+    assert machine is not None  # the summaries carry their machine's fingerprint
+
+    def page(table_rows):
+        path = tmp_path / "page.md"
+        path.write_text(
+            f"<!-- machine: {machine} -->\n\nFrom `results/ci/tables/table1.md`:\n\n"
+            + "\n".join(table_rows)
+            + "\n"
+        )
+        return path
+
+    tables, differences, notes = check_page(page(rows), work)
+    assert (len(tables), differences, notes) == (1, [], [])
+    edited = rows[:-1] + [rows[-1].rsplit("|", 2)[0] + "| 99.9 |"]
+    _, differences, _ = check_page(page(edited), work)
+    assert len(differences) == 1 and f"row {len(rows) - 1} is" in differences[0]

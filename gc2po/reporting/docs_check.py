@@ -1,0 +1,175 @@
+"""Docs tables against the workflow outputs they name.
+
+A table in a Markdown page is *bound* to a results file when the line that introduces it (the
+last non-blank line before the table: a heading or a sentence) names, in backticks, one file
+``results/<name>/tables/<table>.md``. :func:`check_page` compares each bound table, row by row,
+with the table in that file (cells compared with their surrounding spaces stripped), so a number
+pasted into the docs cannot drift from the output that produced it.
+
+A page may pin the machine its numbers came from, with a line ``<!-- machine: <digest> -->``
+(:func:`machine_digest` of the evaluation summaries' ``machine`` field) before the bound tables:
+numbers are byte-identical only between equal fingerprints (README "Reproducibility"), so where
+the results were made on another machine only the tables' shape (rows, columns and the first
+column's labels) is compared, and the report says so.
+
+Command line: ``python -m gc2po.reporting.docs_check docs/results.md [--root DIR]`` (``--root``:
+the folder the ``results/`` paths are relative to; default the current folder); it prints one
+line per bound table and exits 1 on any difference or missing file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULTS_FILE = re.compile(r"`(results/[^`\s]+/tables/[^`\s]+\.md)`")
+MACHINE_PIN = re.compile(r"<!--\s*machine:\s*([0-9a-f]{12,64})\s*-->")
+# what decides a machine's bytes; cpu_count, thread counts and the env echo are left out of the
+# digest only where they are implied by these (the fingerprint's own docstring says which)
+DIGEST_FIELDS = (
+    "cpu",
+    "cpu_id",
+    "architecture",
+    "cpu_flags",
+    "torch_cpu_capability",
+    "torch_threads",
+    "env",
+    "versions",
+    "packages",
+    "kernels",
+)
+
+
+@dataclass(frozen=True)
+class BoundTable:
+    """A docs table: the results file it names, its first line number (1-based), its rows
+    (cells stripped) and the machine digest pinned above it (None: not pinned)."""
+
+    results_file: str
+    line: int
+    rows: tuple[tuple[str, ...], ...]
+    machine: str | None
+
+
+def table_rows(lines: list[str]) -> tuple[tuple[str, ...], ...]:
+    """The rows of a Markdown table's lines (``| a | b |``), the separator row dropped."""
+    rows = []
+    for line in lines:
+        cells = tuple(cell.strip() for cell in line.strip().strip("|").split("|"))
+        if all(re.fullmatch(r":?-{3,}:?", cell) for cell in cells):
+            continue
+        rows.append(cells)
+    return tuple(rows)
+
+
+def bound_tables(text: str) -> list[BoundTable]:
+    """Every table of a page whose introducing line names exactly one results table file."""
+    lines = text.splitlines()
+    found, machine, index = [], None, 0
+    while index < len(lines):
+        pin = MACHINE_PIN.search(lines[index])
+        if pin:
+            machine = pin.group(1)
+        if not lines[index].lstrip().startswith("|"):
+            index += 1
+            continue
+        start = index
+        while index < len(lines) and lines[index].lstrip().startswith("|"):
+            index += 1
+        before = next((line for line in reversed(lines[:start]) if line.strip()), "")
+        named = RESULTS_FILE.findall(before)
+        if len(named) == 1:
+            found.append(BoundTable(named[0], start + 1, table_rows(lines[start:index]), machine))
+    return found
+
+
+def file_rows(path: Path) -> tuple[tuple[str, ...], ...]:
+    """The rows of the (first) table of a results Markdown file."""
+    lines = path.read_text().splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("|")), None)
+    if start is None:
+        raise ValueError(f"{path}: no Markdown table")
+    end = start
+    while end < len(lines) and lines[end].lstrip().startswith("|"):
+        end += 1
+    return table_rows(lines[start:end])
+
+
+def machine_digest(fingerprint: dict) -> str:
+    """A short digest of the fields of a machine fingerprint that decide the bytes."""
+    kept = {key: fingerprint.get(key) for key in DIGEST_FIELDS}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def results_machine(results_dir: Path) -> str | None:
+    """The machine digest of a results folder's evaluation summaries (None: no summary; a
+    ValueError when two summaries disagree)."""
+    digests = {
+        machine_digest(json.loads(path.read_text())["machine"])
+        for path in sorted(results_dir.glob("eval/**/*.summary.json"))
+        if "machine" in json.loads(path.read_text())
+    }
+    if len(digests) > 1:
+        raise ValueError(f"{results_dir}: evaluation summaries from {len(digests)} machines")
+    return digests.pop() if digests else None
+
+
+def shape(rows) -> tuple:
+    return tuple(len(row) for row in rows), tuple(row[0] for row in rows)
+
+
+def check_table(page: str, table: BoundTable, root: Path) -> tuple[str | None, str | None]:
+    """(what differs or None, a note or None) for one bound table against its results file."""
+    path = root / table.results_file
+    where = f"{page}:{table.line}: {table.results_file}"
+    if not path.exists():
+        return f"{where}: no such file under {root}", None
+    expected = file_rows(path)
+    made_on = results_machine(path.parents[1])
+    if table.machine is not None and made_on is not None and made_on != table.machine:
+        note = f"{where}: made on machine {made_on}, the page pins {table.machine}: shape only"
+        if shape(expected) != shape(table.rows):
+            return f"{where}: another machine's results, and the rows or columns differ", note
+        return None, note
+    for number, (mine, theirs) in enumerate(zip(table.rows, expected), 1):
+        if mine != theirs:
+            return f"{where}: row {number} is {' | '.join(mine)!r}, the file has " + repr(
+                " | ".join(theirs)
+            ), None
+    if len(table.rows) != len(expected):
+        return f"{where}: {len(table.rows)} rows, the file has {len(expected)}", None
+    return None, None
+
+
+def check_page(page: Path, root: Path) -> tuple[list[BoundTable], list[str], list[str]]:
+    """(bound tables, differences, notes) of one page against the results under ``root``."""
+    tables = bound_tables(page.read_text())
+    checked = [check_table(str(page), table, root) for table in tables]
+    differences = [problem for problem, _ in checked if problem]
+    return tables, differences, [note for _, note in checked if note]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("pages", nargs="+", type=Path, help="Markdown pages to check")
+    parser.add_argument("--root", type=Path, default=Path("."), help="where results/ lies")
+    args = parser.parse_args(argv)
+    failed = False
+    for page in args.pages:
+        tables, differences, notes = check_page(page, args.root)
+        for line in notes:
+            print(f"note: {line}")
+        for line in differences:
+            print(f"DIFFERS: {line}")
+        print(f"{page}: {len(tables)} bound tables, {len(differences)} differ")
+        failed |= bool(differences)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
