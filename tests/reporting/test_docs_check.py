@@ -84,8 +84,9 @@ def test_a_changed_number_is_reported_with_its_row(tmp_path):
 def test_a_missing_row_and_a_missing_file_are_reported(tmp_path):
     doc = DOC.replace("| + GRPO | 44.9 [40.3, 49.8] |\n", "")
     _, differences, _ = check_page(page(tmp_path, doc), results(tmp_path))
-    assert differences == [f"{tmp_path / 'page.md'}:5: results/testbed/tables/table1.md: 2 rows, "
-                           "the file has 3"]
+    assert differences == [
+        f"{tmp_path / 'page.md'}:5: results/testbed/tables/table1.md: 2 rows, the file has 3"
+    ]
     _, differences, _ = check_page(page(tmp_path, DOC), tmp_path / "elsewhere")
     assert differences[0].endswith(f"no such file under {tmp_path / 'elsewhere'}")
 
