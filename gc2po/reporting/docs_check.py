@@ -12,9 +12,10 @@ numbers are byte-identical only between equal fingerprints (README "Reproducibil
 the results were made on another machine only the tables' shape (rows, columns and the first
 column's labels) is compared, and the report says so.
 
-Command line: ``python -m gc2po.reporting.docs_check docs/results.md [--root DIR]`` (``--root``:
-the folder the ``results/`` paths are relative to; default the current folder); it prints one
-line per bound table and exits 1 on any difference or missing file.
+Command line: ``python -m gc2po.reporting.docs_check docs/results.md [--root DIR ...]``
+(``--root``: a folder the ``results/`` paths are relative to, the first holding the file wins;
+default the current folder); it prints one line per bound table and exits 1 on any difference
+or missing file.
 """
 
 from __future__ import annotations
@@ -123,12 +124,15 @@ def shape(rows) -> tuple:
     return tuple(len(row) for row in rows), tuple(row[0] for row in rows)
 
 
-def check_table(page: str, table: BoundTable, root: Path) -> tuple[str | None, str | None]:
-    """(what differs or None, a note or None) for one bound table against its results file."""
-    path = root / table.results_file
+def check_table(
+    page: str, table: BoundTable, roots: list[Path]
+) -> tuple[str | None, str | None]:
+    """(what differs or None, a note or None) for one bound table against its results file,
+    looked for under each of ``roots`` in turn."""
     where = f"{page}:{table.line}: {table.results_file}"
-    if not path.exists():
-        return f"{where}: no such file under {root}", None
+    path = next((r / table.results_file for r in roots if (r / table.results_file).exists()), None)
+    if path is None:
+        return f"{where}: no such file under {', '.join(map(str, roots))}", None
     expected = file_rows(path)
     made_on = results_machine(path.parents[1])
     if table.machine is not None and made_on is not None and made_on != table.machine:
@@ -146,10 +150,14 @@ def check_table(page: str, table: BoundTable, root: Path) -> tuple[str | None, s
     return None, None
 
 
-def check_page(page: Path, root: Path) -> tuple[list[BoundTable], list[str], list[str]]:
-    """(bound tables, differences, notes) of one page against the results under ``root``."""
+def check_page(
+    page: Path, root: Path | list[Path]
+) -> tuple[list[BoundTable], list[str], list[str]]:
+    """(bound tables, differences, notes) of one page against the results under ``root`` (one
+    folder or several, searched in order)."""
+    roots = root if isinstance(root, list) else [root]
     tables = bound_tables(page.read_text())
-    checked = [check_table(str(page), table, root) for table in tables]
+    checked = [check_table(str(page), table, roots) for table in tables]
     differences = [problem for problem, _ in checked if problem]
     return tables, differences, [note for _, note in checked if note]
 
@@ -157,11 +165,13 @@ def check_page(page: Path, root: Path) -> tuple[list[BoundTable], list[str], lis
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pages", nargs="+", type=Path, help="Markdown pages to check")
-    parser.add_argument("--root", type=Path, default=Path("."), help="where results/ lies")
+    parser.add_argument(
+        "--root", type=Path, action="append", help="where results/ lies (repeatable; default .)"
+    )
     args = parser.parse_args(argv)
     failed = False
     for page in args.pages:
-        tables, differences, notes = check_page(page, args.root)
+        tables, differences, notes = check_page(page, args.root or [Path(".")])
         for line in notes:
             print(f"note: {line}")
         for line in differences:

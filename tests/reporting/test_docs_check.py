@@ -111,3 +111,17 @@ def test_the_command_line_exits_1_on_a_difference(tmp_path, capsys):
     assert main([str(page(tmp_path, DOC)), "--root", str(root)]) == 0
     assert main([str(page(tmp_path, DOC.replace("26.3", "26.4"))), "--root", str(root)]) == 1
     assert "DIFFERS" in capsys.readouterr().out
+
+
+def test_several_roots_are_searched_in_order(tmp_path):
+    """Tables of two runs (two clones) checked in one call: each file found under its root."""
+    default, study = results(tmp_path / "default"), tmp_path / "study"
+    tables = study / "results" / "study" / "tables"
+    tables.mkdir(parents=True)
+    (tables / "table1.md").write_text(RESULT.replace("44.9", "45.0"))
+    doc = DOC + "\nFrom `results/study/tables/table1.md`:\n\n" + "\n".join(
+        line for line in RESULT.replace("44.9", "45.0").splitlines() if line.startswith("|")
+    )
+    assert main([str(page(tmp_path, doc)), "--root", str(default), "--root", str(study)]) == 0
+    _, differences, _ = check_page(page(tmp_path, doc), [study])
+    assert len(differences) == 1 and "no such file under" in differences[0]
