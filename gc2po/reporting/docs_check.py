@@ -124,9 +124,7 @@ def shape(rows) -> tuple:
     return tuple(len(row) for row in rows), tuple(row[0] for row in rows)
 
 
-def check_table(
-    page: str, table: BoundTable, roots: list[Path]
-) -> tuple[str | None, str | None]:
+def check_table(page: str, table: BoundTable, roots: list[Path]) -> tuple[str | None, str | None]:
     """(what differs or None, a note or None) for one bound table against its results file,
     looked for under each of ``roots`` in turn."""
     where = f"{page}:{table.line}: {table.results_file}"

@@ -119,8 +119,12 @@ def test_several_roots_are_searched_in_order(tmp_path):
     tables = study / "results" / "study" / "tables"
     tables.mkdir(parents=True)
     (tables / "table1.md").write_text(RESULT.replace("44.9", "45.0"))
-    doc = DOC + "\nFrom `results/study/tables/table1.md`:\n\n" + "\n".join(
-        line for line in RESULT.replace("44.9", "45.0").splitlines() if line.startswith("|")
+    doc = (
+        DOC
+        + "\nFrom `results/study/tables/table1.md`:\n\n"
+        + "\n".join(
+            line for line in RESULT.replace("44.9", "45.0").splitlines() if line.startswith("|")
+        )
     )
     assert main([str(page(tmp_path, doc)), "--root", str(default), "--root", str(study)]) == 0
     _, differences, _ = check_page(page(tmp_path, doc), [study])
