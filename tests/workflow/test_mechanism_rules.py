@@ -14,9 +14,13 @@ from gc2po.testbed.mechanism import MEASURE_SPLITS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def snakemake(*args):
+def dry_run(workdir, *overlays, extra=()):
+    """``snakemake -n --forceall`` of the default config (plus ``overlays``, then ``extra``
+    arguments: flags and targets) into ``workdir``."""
+    configs = [str(ROOT / "config/config.yaml"), *map(str, overlays)]
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", *args],
+        [sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "2", "-d", str(workdir)]
+        + ["-s", str(ROOT / "Snakefile"), "--configfile", *configs, *extra],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -31,18 +35,7 @@ def test_the_rules_measure_the_testbeds_splits():
 
 
 def test_the_default_plans_the_mechanism_tables(tmp_path):
-    out = snakemake(
-        "-n",
-        "--forceall",
-        "--cores",
-        "2",
-        "-d",
-        str(tmp_path),
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--configfile",
-        str(ROOT / "config/config.yaml"),
-    )
+    out = dry_run(tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert re.search(r"^mechanism\s+1$", out.stdout, re.MULTILINE), out.stdout[-3000:]
     assert "rule dose_response:" not in out.stdout  # the default sweeps nothing
@@ -51,18 +44,7 @@ def test_the_default_plans_the_mechanism_tables(tmp_path):
 def test_a_dose_response_that_no_run_sweeps_fails_before_any_job(tmp_path):
     overlay = tmp_path / "dose.yaml"
     overlay.write_text("report: {dose_response: [{method: gc2po_add, key: lambda_cf}]}\n")
-    out = snakemake(
-        "-n",
-        "--cores",
-        "1",
-        "-d",
-        str(tmp_path),
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--configfile",
-        str(ROOT / "config/config.yaml"),
-        str(overlay),
-    )
+    out = dry_run(tmp_path, overlay)
     assert out.returncode != 0
     assert (
         "report.dose_response[0]: no run of 'gc2po_add' sets 'lambda_cf'" in out.stdout + out.stderr
@@ -72,21 +54,14 @@ def test_a_dose_response_that_no_run_sweeps_fails_before_any_job(tmp_path):
 def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_path):
     overlay = tmp_path / "greedy.yaml"
     overlay.write_text("evaluate: {greedy: true, greedy_benchmarks: [test_wrongbet]}\n")
-    out = snakemake(
-        "-n",
-        "--forceall",
-        "--cores",
-        "2",
-        "-d",
-        str(tmp_path),
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--configfile",
-        str(ROOT / "config/config.yaml"),
-        str(overlay),
-        "-p",
-        "results/testbed/tables/mechanism_greedy.md",
-        "results/testbed/tables/table1_greedy.md",
+    out = dry_run(
+        tmp_path,
+        overlay,
+        extra=(
+            "-p",
+            "results/testbed/tables/mechanism_greedy.md",
+            "results/testbed/tables/table1_greedy.md",
+        ),
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     greedy = "results/testbed/eval_greedy/testbed/base/seed0/"
@@ -94,14 +69,5 @@ def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_pa
     assert f"{greedy}test_id.jsonl" not in out.stdout  # evaluated greedily only where asked
     bad = tmp_path / "bad.yaml"
     bad.write_text("evaluate: {greedy_benchmarks: [gsm8k]}\n")
-    out = snakemake(
-        "-n",
-        "-d",
-        str(tmp_path),
-        "-s",
-        str(ROOT / "Snakefile"),
-        "--configfile",
-        str(ROOT / "config/config.yaml"),
-        str(bad),
-    )
+    out = dry_run(tmp_path, bad)
     assert "evaluate.greedy_benchmarks: ['gsm8k'] are not evaluated" in out.stdout + out.stderr
