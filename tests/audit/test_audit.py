@@ -43,6 +43,30 @@ F = [1, 1, 0, 0]
 P = [1.0, 0.2, 0.9, 0.1]
 
 
+def handwritten_generations(tokenizer):
+    """(problem, texts, generations): one testbed problem and four completions of it, a correct
+    solution, a slip, a shortcut and no steps, in the tokenizer's ids."""
+    problem = Problem(
+        "p0",
+        "test_id",
+        "Ana has 5 apples. Ana buys 3 more. How many?",
+        5,
+        (("+", 3), ("*", 2)),
+        (8, 16),
+    )
+    texts = [
+        solution_text(problem, "correct"),
+        solution_text(problem, "slip"),
+        solution_text(problem, "shortcut"),
+        "no idea \\boxed{3}",
+    ]
+    generations = [
+        Generation(0, i, t, 0, True, tokenizer(t, add_special_tokens=False)["input_ids"])
+        for i, t in enumerate(texts)
+    ]
+    return problem, texts, generations
+
+
 def test_correlations_by_hand():
     # R = f: cor(R, f) = 1; cor(R, p) = cov 0.025 / (0.5 * sqrt(0.1625)) = 0.124035
     assert pearson(F, F) == pytest.approx(1.0)
@@ -129,24 +153,7 @@ def test_score_rows_on_handwritten_completions(tiny_model_dir):
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    problem = Problem(
-        "p0",
-        "test_id",
-        "Ana has 5 apples. Ana buys 3 more. How many?",
-        5,
-        (("+", 3), ("*", 2)),
-        (8, 16),
-    )
-    texts = [
-        solution_text(problem, "correct"),
-        solution_text(problem, "slip"),
-        solution_text(problem, "shortcut"),
-        "no idea \\boxed{3}",
-    ]
-    generations = [
-        Generation(0, i, t, 0, True, tokenizer(t, add_special_tokens=False)["input_ids"])
-        for i, t in enumerate(texts)
-    ]
+    problem, _, generations = handwritten_generations(tokenizer)
     frame = score_rows(
         model,
         tokenizer,

@@ -18,11 +18,9 @@ from gc2po.audit.signals import (
     signal_markdown,
     signal_table,
 )
-from gc2po.evaluation.backends import Generation
-from gc2po.testbed.generator import Problem, solution_text
 from gc2po.testbed.oracle import grade
 from gc2po.training.signals import noisy_oracle
-from tests.audit.test_audit import audit_config
+from tests.audit.test_audit import audit_config, handwritten_generations
 
 
 def test_within_problem_correlation_given_f_by_hand():
@@ -107,20 +105,7 @@ def test_the_episode_frame_of_real_completions(tiny_model_dir):
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    problem = Problem(
-        "p0", "test_id", "Ana has 5 apples. Ana buys 3 more. How many?", 5,
-        (("+", 3), ("*", 2)), (8, 16),
-    )  # fmt: skip
-    texts = [
-        solution_text(problem, "correct"),
-        solution_text(problem, "slip"),
-        solution_text(problem, "shortcut"),
-        "no idea \\boxed{3}",
-    ]
-    generations = [
-        Generation(0, i, t, 0, True, tokenizer(t, add_special_tokens=False)["input_ids"])
-        for i, t in enumerate(texts)
-    ]
+    problem, texts, generations = handwritten_generations(tokenizer)
     config = audit_config(k=4, signal_rhos=(0.3, 1.0))
     batch = prepare(model, tokenizer, ["<|user|>q\n<|assistant|>"], generations, config)
     frame = episode_frame(batch, [problem], generations, config, model, tokenizer, cf_at)
