@@ -16,7 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
-from gc2po.reporting.layout import AuditDir, audit_of_summary
+from gc2po.layout import AuditDir, audit_of_summary
 from gc2po.reporting.names import method_name
 from gc2po.testbed.oracle import GROUPS
 from gc2po.training.episode_states import STATE_CHOICES

@@ -44,7 +44,7 @@ def rank(exit_mode: str) -> None:
 
 
 def launch_command(config: str) -> tuple[list[str], dict]:
-    from gc2po.training.launch import launcher_command
+    from gc2po.workflow.launch import launcher_command
 
     launcher = {"config_file": str(ROOT / "config" / "accelerate" / f"{config}.yaml")}
     command = launcher_command({**launcher, "num_processes": 2}, "unused")

@@ -36,7 +36,6 @@ from gc2po.audit.signals import episode_frame, signal_audit, signal_label
 from gc2po.core.corrected import additive_token_advantages
 from gc2po.core.signals import within_group_correlation
 from gc2po.data.jsonl import read_jsonl
-from gc2po.training.plan import load_config, training_jobs
 from gc2po.training.run_config import build_args
 from gc2po.training.signals import (
     answer_dependence,
@@ -44,6 +43,7 @@ from gc2po.training.signals import (
     oracle_validity,
     present_episodes,
 )
+from gc2po.workflow.plan import load_config, training_jobs
 
 
 def sample(model_dir: str, records: list[dict], config: AuditConfig, problems: int):

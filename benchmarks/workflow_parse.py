@@ -1,7 +1,7 @@
 """How long the workflow takes to decide there is nothing to do: a no-op ``snakemake --cores 2``
 on a finished run of the default, and a dry run (``-n``) of the paper config, each repeated
 (min / median / max wall seconds of the whole process). One warm-up call first, so the memoised
-config check (``gc2po.training.workflow_check``) is in place, as on any rerun.
+config check (``gc2po.workflow.config_check``) is in place, as on any rerun.
 
     python benchmarks/workflow_parse.py --workdir <a clone where `snakemake --cores 2` finished>
         [--repeats 5]

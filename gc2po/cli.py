@@ -32,9 +32,9 @@ def _train(ns):
 def _plan(ns):
     import pandas as pd
 
-    from gc2po.training.config_schema import check_schema
-    from gc2po.training.plan import load_config, validate
-    from gc2po.training.plan_summary import memory_plan
+    from gc2po.workflow.config_schema import check_schema
+    from gc2po.workflow.plan import load_config, validate
+    from gc2po.workflow.plan_summary import memory_plan
 
     config = load_config(ns.configfile)
     check_schema(config, ns.configfile)

@@ -12,7 +12,7 @@ import json
 def _read_yaml(path: str, what: str) -> dict:
     import yaml
 
-    from gc2po.training.config_schema import one_line
+    from gc2po.errors import one_line
 
     try:
         with open(path) as handle:
@@ -81,7 +81,7 @@ def _tables(ns):
     from pathlib import Path
 
     from gc2po.reporting.tables import find_eval_files, write_table
-    from gc2po.training.plan import display_names, load_config
+    from gc2po.workflow.plan import display_names, load_config
 
     files, methods, benchmarks = find_eval_files(
         ns.eval_dir, _split(ns.methods), _split(ns.benchmarks)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from gc2po.data import BENCHMARKS
 from gc2po.data.tasks import BENCHMARK, TASKS, TESTBED, check_task
-from gc2po.reporting.layout import RunDir, summary_path
+from gc2po.layout import RunDir, summary_path
 
 BACKENDS = ("transformers", "vllm", "auto")
 # gc2po.testbed.generator.SPLITS (a test keeps them equal; importing the testbed imports torch)

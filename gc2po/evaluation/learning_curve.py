@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gc2po.reporting.layout import RunDir
+from gc2po.layout import RunDir
 from gc2po.reporting.stats import check_graded
 
 COLUMNS = ["step", "benchmark", "accuracy", "problems", "samples", "model"]

@@ -3,7 +3,7 @@ token-budget curves, and a summary that carries the protocol and provenance of e
 
 This is the one evaluation path: the workflow's ``evaluate`` rule and ``gc2po eval`` both call
 :func:`evaluate_model`. Per-sample files are what tables and figures read, so nothing has to
-be generated twice. Outputs are keyed by ``gc2po.reporting.layout.EvalFile`` below an evaluation
+be generated twice. Outputs are keyed by ``gc2po.layout.EvalFile`` below an evaluation
 root (``<root>/<base>/<run>/seed<k>/<benchmark>.jsonl``).
 """
 
@@ -21,7 +21,7 @@ from gc2po.data.tasks import BENCHMARK, TESTBED
 from gc2po.evaluation import grading_errors as errors
 from gc2po.evaluation import provenance
 from gc2po.evaluation.graders import check_graders_run
-from gc2po.reporting.layout import EvalFile, summary_path
+from gc2po.layout import EvalFile, summary_path
 from gc2po.reporting.stats import evaluation_interval
 
 if TYPE_CHECKING:  # the backends import torch; `gc2po eval` validates its inputs before that

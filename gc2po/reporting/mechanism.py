@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gc2po.reporting import layout
+from gc2po import layout
 from gc2po.reporting.names import RunNames, benchmark_name, method_name, method_order
 from gc2po.reporting.stats import seed_interval
 from gc2po.testbed.generator import Problem

@@ -5,7 +5,7 @@ registry entry declares (``gc2po.methods``: the paper's Table 1 order, GRPO, len
 ReST-MCTS*, GVPO, Dr.GRPO, GCPO, MRT, GC2PO, then the ablations); benchmarks appear under the
 paper's column names. Run labels that are not registry methods (the lambda sweeps,
 ``gc2po_lambda_exp_0.5``, and named variants) are named by the plan
-(``gc2po.training.plan.Run``), which the workflow passes in as ``names``, and get a colour
+(``gc2po.workflow.plan.Run``), which the workflow passes in as ``names``, and get a colour
 of their own.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from gc2po.data.benchmarks import BENCHMARKS
 from gc2po.methods import METHODS
 
-# run label -> display name of the runs a config plans (``gc2po.training.plan.Run.display_name``)
+# run label -> display name of the runs a config plans (``gc2po.workflow.plan.Run.display_name``)
 RunNames = Mapping[str, str] | None
 
 BASE_NAME = "Base model"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gc2po.reporting.layout import EvalFile, summary_path
+from gc2po.layout import EvalFile, summary_path
 from gc2po.reporting.names import benchmark_name
 
 KEYS = ("chance_level", "reachable")

@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gc2po.reporting import captions, layout, split_notes, table_format
+from gc2po import layout
+from gc2po.reporting import captions, split_notes, table_format
 from gc2po.reporting.names import RunNames, benchmark_order, method_order
 from gc2po.reporting.stats import (
     check_graded,
@@ -45,7 +46,7 @@ class EvalFile:
 
     @classmethod
     def from_path(cls, path: str | Path) -> EvalFile:
-        """An evaluation file of the results layout (``gc2po.reporting.layout.EvalFile``)."""
+        """An evaluation file of the results layout (``gc2po.layout.EvalFile``)."""
         key = layout.EvalFile.parse(path)
         return cls(key.base, key.model, key.seed, key.benchmark, Path(path))
 

@@ -11,12 +11,12 @@ The pipeline, module by module:
   the state each episode is read at from ``episode_states``, R_cf, extra generation and scoring
   from ``services`` and its backends in ``continuations``);
 - ``rewards``, ``step_guard``, ``ratio_guard``, ``metrics``, ``distributed``,
-  ``vllm_cpu_sync``: what a step needs around that;
-- ``plan``, ``plan_summary``, ``launch``, ``memory``, ``job_shape``, ``config_schema``: a workflow
-  config -> training jobs, their launch commands and memory estimates.
+  ``vllm_cpu_sync``: what a step needs around that.
+
+The planning of a workflow config (training jobs, launch commands, memory) is ``gc2po.workflow``.
 
 ``GC2POConfig``, ``GC2POTrainer`` and ``train`` are importable from here; they load TRL on first
-use, so the workflow can read ``plan`` without importing it.
+use, so importing this package costs nothing.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from gc2po.reporting.layout import RunDir
+from gc2po.layout import RunDir
 from gc2po.training.run_config import run_task
 
 RUN_STATE = "run_config.json"  # beside the checkpoints: the resolved run config and its hash

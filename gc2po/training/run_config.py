@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gc2po.data.tasks import BENCHMARK, TESTBED, check_task
-from gc2po.reporting.layout import RunDir
+from gc2po.layout import RunDir
 
 FIELDS_FILE = Path(__file__).with_name("config_fields.json")  # field -> allowed simple types
 
@@ -101,7 +101,7 @@ def apply_overrides(config: dict, overrides: list[str]) -> dict:
 def load_run_config(path: str | Path, overrides: list[str] | None = None) -> dict:
     import yaml
 
-    from gc2po.training.config_schema import one_line
+    from gc2po.errors import one_line
 
     path = Path(path)
     try:

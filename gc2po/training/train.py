@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from gc2po.data.jsonl import read_jsonl
-from gc2po.reporting.layout import RunDir
+from gc2po.layout import RunDir
 from gc2po.training.output_dir import prepare_output_dir
 from gc2po.training.run_config import build_args, precheck, run_task
 

@@ -11,14 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from gc2po.evaluation import grading_errors, sandbox_command, sandbox_host, sandbox_launch
+from gc2po.evaluation import grading_errors
 from gc2po.evaluation.backends import Generation, SamplingConfig
 from gc2po.evaluation.cli_eval import validate_config
 from gc2po.evaluation.graders import grade_fields
 from gc2po.evaluation.grading_errors import GraderError, GraderErrorBudgetExceeded
 from gc2po.evaluation.run import evaluate
 from gc2po.evaluation.sandbox import SandboxUnavailable, grade_code
-from gc2po.evaluation.sandbox_cgroup import CgroupLayout
+from gc2po.evaluation.sandbox import (
+    command as sandbox_command,
+)
+from gc2po.evaluation.sandbox import (
+    host as sandbox_host,
+)
+from gc2po.evaluation.sandbox import (
+    launch as sandbox_launch,
+)
+from gc2po.evaluation.sandbox.cgroup import CgroupLayout
 from gc2po.reporting.tables import problem_scores
 
 # the hostile-sample module's problem and grader call, and the packages it marks

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gc2po.evaluation import sandbox, sandbox_command, sandbox_host
+from gc2po.evaluation import sandbox
 from gc2po.evaluation.sandbox import (
     GraderError,
     SandboxUnavailable,
@@ -23,6 +23,8 @@ from gc2po.evaluation.sandbox import (
     run_python,
     sandbox_description,
 )
+from gc2po.evaluation.sandbox import command as sandbox_command
+from gc2po.evaluation.sandbox import host as sandbox_host
 
 # bubblewrap; setpriv drops root to nobody; a Python that nobody can run
 pytestmark = pytest.mark.system("bubblewrap", "util-linux", "python3-minimal")

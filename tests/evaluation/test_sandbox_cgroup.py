@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gc2po.evaluation import sandbox_cgroup, sandbox_host
+from gc2po.evaluation.sandbox import cgroup as sandbox_cgroup
+from gc2po.evaluation.sandbox import host as sandbox_host
 from gc2po.evaluation.sandbox import run_python
 
 # /proc/self/cgroup of a v1/v2 hybrid host (the development machine's own)

@@ -13,8 +13,16 @@ import uuid
 
 import pytest
 
-from gc2po.evaluation import sandbox_command, sandbox_host, sandbox_seccomp
+from gc2po.evaluation.sandbox import (
+    command as sandbox_command,
+)
+from gc2po.evaluation.sandbox import (
+    host as sandbox_host,
+)
 from gc2po.evaluation.sandbox import run_python
+from gc2po.evaluation.sandbox import (
+    seccomp as sandbox_seccomp,
+)
 
 # the hostile-sample module's grader call (its problem)
 from tests.evaluation.test_sandbox_hostile import NOBODY, grade

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gc2po.evaluation.sandbox_wire import (
+from gc2po.evaluation.sandbox.wire import (
     MAX_FRAME_BYTES,
     CandidateError,
     decode_literal,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gc2po.evaluation import sandbox_host
 from gc2po.evaluation.sandbox import grade_code, run_humaneval
+from gc2po.evaluation.sandbox import host as sandbox_host
 
 PROBLEM = {
     "prompt": 'def add(a, b):\n    """Return a + b."""\n',
@@ -441,14 +441,14 @@ def grade_as_an_ordinary_user(grader: str, payload) -> dict:
     else:
         grader_user = as_sample_user()
         package_root = Path(tempfile.mkdtemp(prefix="gc2po-ordinary-"))
-        (package_root / "gc2po" / "evaluation").mkdir(parents=True)
+        (package_root / "gc2po" / "evaluation" / "sandbox").mkdir(parents=True)
         source = CHECKOUT / "gc2po"
         for module in [
             source / "__init__.py",
             source / "evaluation" / "__init__.py",
             source / "evaluation" / "code_extraction.py",
             source / "evaluation" / "grading_errors.py",
-            *(source / "evaluation").glob("sandbox*.py"),
+            *(source / "evaluation" / "sandbox").glob("*.py"),
         ]:
             shutil.copy(module, package_root / module.relative_to(CHECKOUT))
         os.chmod(package_root, 0o755)

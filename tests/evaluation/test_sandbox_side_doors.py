@@ -18,8 +18,9 @@ import uuid
 
 import pytest
 
-from gc2po.evaluation import sandbox_host, sandbox_seccomp
-from gc2po.evaluation.sandbox_view import PageCacheWarmth
+from gc2po.evaluation.sandbox import host as sandbox_host
+from gc2po.evaluation.sandbox import seccomp as sandbox_seccomp
+from gc2po.evaluation.sandbox.view import PageCacheWarmth
 
 # the hostile-sample module's grader call, helpers, and the packages it marks
 from tests.evaluation.test_sandbox_hostile import (  # noqa: F401

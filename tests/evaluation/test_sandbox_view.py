@@ -1,4 +1,4 @@
-"""What a sample sees (``gc2po.evaluation.sandbox_view``): the view built from a stand-in file
+"""What a sample sees (``gc2po.evaluation.sandbox.view``): the view built from a stand-in file
 tree (installed packages hidden, shared objects staged under every name the loader uses, bound
 by folder), the page cache warmed again only when an eviction counter moved, and the counters
 read from /proc/vmstat and the grader's memory cgroup."""
@@ -6,8 +6,8 @@ read from /proc/vmstat and the grader's memory cgroup."""
 import os
 from pathlib import Path
 
-from gc2po.evaluation import sandbox_view
-from gc2po.evaluation.sandbox_view import PageCacheWarmth, eviction_count, eviction_sources
+from gc2po.evaluation.sandbox import view as sandbox_view
+from gc2po.evaluation.sandbox.view import PageCacheWarmth, eviction_count, eviction_sources
 
 
 def make_tree(root: Path) -> dict:

@@ -1,4 +1,4 @@
-"""gc2po.training.launch: the launcher command and the checks that run before any job starts."""
+"""gc2po.workflow.launch: the launcher command and the checks that run before any job starts."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import gc2po.training.launch as launch
-from gc2po.training.launch import launcher_command, read_accelerate_config, validate_launcher
+import gc2po.workflow.launch as launch
+from gc2po.workflow.launch import launcher_command, read_accelerate_config, validate_launcher
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "config" / "accelerate"

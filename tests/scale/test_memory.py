@@ -1,4 +1,4 @@
-"""gc2po.training.memory: hand-computed cases, DeepSpeed's own estimators, transformers' real Qwen2
+"""gc2po.workflow.memory: hand-computed cases, DeepSpeed's own estimators, transformers' real Qwen2
 (parameter count and saved activations), monotonicity, and the paper plan on 80 GB GPUs."""
 
 from __future__ import annotations
@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gc2po.training.job_shape import (
+from gc2po.workflow.job_shape import (
     MODEL_SHAPES,
     QWEN25_7B,
     QWEN25_MATH_1_5B,
+    JobShape,
     ModelShape,
-    TrainingJob,
 )
-from gc2po.training.memory import GIB, estimate_memory, job_from_trainer
+from gc2po.workflow.memory import GIB, estimate_memory, job_from_trainer
 
 PAPER = dict(
     prompt_length=1024,
@@ -42,8 +42,8 @@ PAPER_MODELS = {
 }
 
 
-def job(shape=QWEN25_7B, **overrides) -> TrainingJob:
-    return TrainingJob(shape=shape, **{**PROPOSED, **overrides})
+def job(shape=QWEN25_7B, **overrides) -> JobShape:
+    return JobShape(shape=shape, **{**PROPOSED, **overrides})
 
 
 # --- hand-computed --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from gc2po.training.launch import launcher_command
+from gc2po.workflow.launch import launcher_command
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_CONFIG = ROOT / "config" / "accelerate" / "cpu_multiprocess.yaml"

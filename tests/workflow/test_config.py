@@ -14,10 +14,10 @@ import yaml
 
 from gc2po.core.perturbations import spec_from_fields
 from gc2po.methods import METHODS
-from gc2po.training.config_schema import load_schema
-from gc2po.training.plan import load_config, training_jobs, validate
-from gc2po.training.plan_summary import memory_plan, run_summary
 from gc2po.training.run_config import build_args
+from gc2po.workflow.config_schema import load_schema
+from gc2po.workflow.plan import load_config, training_jobs, validate
+from gc2po.workflow.plan_summary import memory_plan, run_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = {  # what `snakemake --configfile ...` is given for each shipped config
@@ -240,7 +240,7 @@ def test_the_study_runs_the_controls_doses_and_floors_of_issue_31():
     ],
 )
 def test_a_sweep_without_a_method_it_applies_to_fails_naming_it(sweeps, methods, match):
-    from gc2po.training.plan import runs
+    from gc2po.workflow.plan import runs
 
     config = load_config(CONFIGS["default"])
     config.update(sweeps=sweeps, sweep_methods=methods)

@@ -1,18 +1,18 @@
-# Config validation, the training jobs (gc2po.training.plan) and input functions shared by every stage.
+# Config validation, the training jobs (gc2po.workflow.plan) and input functions shared by every stage.
 import os
 import sys
 from pathlib import Path
 
-import gc2po.training.plan as plan
-from gc2po.training.workflow_check import checked_display_names
+import gc2po.workflow.plan as plan
+from gc2po.workflow.config_check import checked_display_names
 from gc2po.data.tasks import TESTBED as TESTBED_TASK
-from gc2po.reporting.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile,
+from gc2po.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile,
                                     EvalFile, RunDir, eval_root, figure_file, report_page,
                                     table_file)
 
 try:  # the schema (one line naming the key, not snakemake.utils.validate's schema dump), then
     # every training job's GC2POConfig and launcher, before any job runs (no model is loaded);
-    # memoised: an unchanged rerun skips it (gc2po.training.workflow_check)
+    # memoised: an unchanged rerun skips it (gc2po.workflow.config_check)
     RUN_NAMES = checked_display_names(config, workflow.overwrite_configfiles,
                                       Path(workflow.source_path("../schemas/config.schema.yaml")))
 except ValueError as err:
@@ -75,7 +75,7 @@ def train_command(wildcards, input):
     """The training job's command line: gc2po train, under accelerate launch with a launcher."""
     import shlex
 
-    from gc2po.training.launch import launcher_command
+    from gc2po.workflow.launch import launcher_command
 
     if LAUNCHER is None:
         command = ["python3", "-m", "gc2po.cli", "train", "--config", input.run_config]

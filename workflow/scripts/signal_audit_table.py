@@ -8,7 +8,7 @@ sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
 from gc2po.audit.signals import SIGNAL_CAPTION, signal_markdown, signal_table  # noqa: E402
-from gc2po.reporting.layout import CheckpointAuditDir, audit_of_summary  # noqa: E402
+from gc2po.layout import CheckpointAuditDir, audit_of_summary  # noqa: E402
 from gc2po.reporting.names import method_name  # noqa: E402
 
 sm = snakemake  # noqa: F821

@@ -9,8 +9,8 @@ from pathlib import Path
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 from _common import logged  # noqa: E402
 
+from gc2po.layout import RunDir  # noqa: E402
 from gc2po.reporting import training_figures  # noqa: E402
-from gc2po.reporting.layout import RunDir  # noqa: E402
 from gc2po.reporting.names import method_order  # noqa: E402
 
 sm = snakemake  # noqa: F821

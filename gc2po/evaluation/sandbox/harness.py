@@ -1,5 +1,5 @@
 """The code that runs inside the code sandbox: standard library only, no gc2po imports in the
-sandbox (it cannot see the checkout, so the grader sends the sources along: ``sandbox_wire.py``,
+sandbox (it cannot see the checkout, so the grader sends the sources along: ``wire.py``,
 the frames and literals that cross between the sandbox's processes, then this file, executed in
 that order in one namespace). Imports are cheap ones (``_ast``, not ``ast``; ``os.posix_spawn``):
 every sample starts two interpreters.
@@ -33,8 +33,8 @@ import marshal
 import os
 import sys
 
-if __name__ != "gc2po_sandbox":  # in the sandbox, sandbox_wire's source ran first in these globals
-    from gc2po.evaluation.sandbox_wire import (
+if __name__ != "gc2po_sandbox":  # in the sandbox, wire's source ran first in these globals
+    from gc2po.evaluation.sandbox.wire import (
         RAISED,
         READY,
         RETURNED,

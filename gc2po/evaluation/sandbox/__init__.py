@@ -1,17 +1,17 @@
 """Run model-written Python (HumanEval completions, code rewards) in a sandbox it can neither fool
 nor escape.
 
-Each sample runs in bubblewrap (``sandbox_host``, ``sandbox_launch``): new user, PID, network, IPC,
+Each sample runs in bubblewrap (``host``, ``launch``): new user, PID, network, IPC,
 UTS and cgroup namespaces, ``--die-with-parent``, ``--new-session``, no capabilities, no further
 user namespaces, a seccomp filter refusing the keyring, ptrace and other unneeded syscalls
-(``sandbox_seccomp``), a read-only view of only the interpreter and the C libraries, a 64 MB private
+(``seccomp``), a read-only view of only the interpreter and the C libraries, a 64 MB private
 tmpfs as the only writable place, an empty environment; as root it runs as ``nobody``. Memory and
 processes are bounded per sample by a cgroup where root can create one, else by RLIMIT_NPROC x
-RLIMIT_AS inside the sample's own user namespace (``sandbox_cgroup``). Output comes back through
+RLIMIT_AS inside the sample's own user namespace (``cgroup``). Output comes back through
 a pipe read with a bound (the head is kept, the rest drained); no file the sample controls is
 ever opened by the grader.
 
-A HumanEval sample passes only on the verdict of the trusted test harness (``sandbox_harness``),
+A HumanEval sample passes only on the verdict of the trusted test harness (``harness``),
 which runs the test code in its own process, calls the candidate's function in another one over
 pipes, and reports through a pipe only it holds; the exit status never decides. Where bubblewrap
 cannot run, code is refused (``SandboxUnavailable``) unless the weaker mode is asked for.
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 from gc2po.evaluation.code_extraction import extract_code
 from gc2po.evaluation.grading_errors import GraderError
-from gc2po.evaluation.sandbox_command import Limits
-from gc2po.evaluation.sandbox_harness import STARTED
-from gc2po.evaluation.sandbox_host import WEAK_ENV, SandboxUnavailable, sandbox_setup
-from gc2po.evaluation.sandbox_launch import CGROUP_ENTRY_FAILED, RawRun, run_contained
+from gc2po.evaluation.sandbox.command import Limits
+from gc2po.evaluation.sandbox.harness import STARTED
+from gc2po.evaluation.sandbox.host import WEAK_ENV, SandboxUnavailable, sandbox_setup
+from gc2po.evaluation.sandbox.launch import CGROUP_ENTRY_FAILED, RawRun, run_contained
 
 __all__ = [
     "WEAK_ENV",
@@ -82,7 +82,7 @@ def _output(run: RawRun) -> str:
 
 
 def _read_verdict(raw: bytes) -> tuple[bool, str | None, str]:
-    """(started, outcome, reason) of the verdict pipe (sandbox_harness): outcome is passed,
+    """(started, outcome, reason) of the verdict pipe (harness): outcome is passed,
     failed or error, or None where the harness wrote none."""
     started = raw.startswith(STARTED)
     outcome, _, reason = raw.removeprefix(STARTED).decode("utf-8", "replace").partition("\n")

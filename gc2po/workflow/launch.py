@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from gc2po.training.config_schema import one_line
+from gc2po.errors import one_line
 
 LAUNCHER_KEYS = ("config_file", "num_processes", "main_process_port")
 # accelerate's DistributedType values that run one process per device

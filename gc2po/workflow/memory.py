@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gc2po.training.job_shape import GPU_80GB_GIB, MODEL_SHAPES, TrainingJob
+from gc2po.workflow.job_shape import GPU_80GB_GIB, MODEL_SHAPES, JobShape
 
 GIB = 2**30
 # CUDA context, cuBLAS workspaces, NCCL buffers, allocator fragmentation
@@ -62,7 +62,7 @@ class MemoryEstimate:
     fits: bool
 
 
-def _model_state_bytes(job: TrainingJob) -> dict[str, float]:
+def _model_state_bytes(job: JobShape) -> dict[str, float]:
     p, n, stage = job.shape.num_params(), job.num_processes, job.zero_stage
     if stage == 0:  # fp32 weights and gradients, bf16 autocast, fp32 Adam m and v
         return {"weights": 4 * p, "gradients": 4 * p, "optimizer": 8 * p, "gathered_layer": 0}
@@ -75,7 +75,7 @@ def _model_state_bytes(job: TrainingJob) -> dict[str, float]:
     }
 
 
-def _reference_bytes(job: TrainingJob) -> float:
+def _reference_bytes(job: JobShape) -> float:
     if job.beta == 0:
         return 0.0  # TRL builds no reference model
     bytes_per_param = (
@@ -86,7 +86,7 @@ def _reference_bytes(job: TrainingJob) -> float:
     )
 
 
-def _activation_bytes(job: TrainingJob) -> float:
+def _activation_bytes(job: JobShape) -> float:
     shape, tokens = job.shape, job.per_device_batch * job.sequence_length
     eager = (
         job.per_device_batch * shape.heads * job.sequence_length**2 * 4
@@ -99,7 +99,7 @@ def _activation_bytes(job: TrainingJob) -> float:
     return shape.layers * per_layer + tokens * (6 * shape.hidden + 12)  # + the final norm's tensors
 
 
-def _fused_head_bytes(job: TrainingJob) -> float:
+def _fused_head_bytes(job: JobShape) -> float:
     """TRL's chunked log-prob head: one logit tile, the saved hidden copy and per-token
     statistics, the fp32 gradient of the hidden states, the fp32 gradient of the head weight
     and its bf16 copy."""
@@ -108,7 +108,7 @@ def _fused_head_bytes(job: TrainingJob) -> float:
     return tile + tokens * (6 * shape.hidden + 16) + 6 * shape.vocab * shape.hidden
 
 
-def _vllm_bytes(job: TrainingJob) -> tuple[float, float, int]:
+def _vllm_bytes(job: JobShape) -> tuple[float, float, int]:
     """(reserved, KV cache, full-length sequences the KV cache holds)."""
     if not job.use_vllm:
         return 0.0, 0.0, 0
@@ -122,7 +122,7 @@ def _vllm_bytes(job: TrainingJob) -> tuple[float, float, int]:
     )
 
 
-def estimate_memory(job: TrainingJob) -> MemoryEstimate:
+def estimate_memory(job: JobShape) -> MemoryEstimate:
     """Per-GPU memory of ``job`` by phase, in GiB."""
     shape = job.shape
     states = _model_state_bytes(job)
@@ -185,12 +185,12 @@ def job_from_trainer(
     prompt_length: int,
     keeps_episode_states: bool = True,
     gpu_memory_gib: float = GPU_80GB_GIB,
-) -> TrainingJob:
+) -> JobShape:
     """A job from a Hub id of :data:`MODEL_SHAPES` and a resolved trainer mapping (GRPOConfig
     field names; the vLLM ones default as in TRL 1.16). Raises ValueError naming a missing key."""
     if model not in MODEL_SHAPES:
         raise ValueError(
-            f"model {model!r} has no shape in gc2po.training.memory.MODEL_SHAPES; known: "
+            f"model {model!r} has no shape in gc2po.workflow.memory.MODEL_SHAPES; known: "
             f"{sorted(MODEL_SHAPES)}"
         )
     missing = [key for key in TRAINER_KEYS if key not in trainer]
@@ -198,7 +198,7 @@ def job_from_trainer(
         raise ValueError(
             f"trainer.{missing[0]}: missing (the memory plan needs {list(TRAINER_KEYS)})"
         )
-    return TrainingJob(
+    return JobShape(
         shape=MODEL_SHAPES[model],
         num_processes=num_processes,
         zero_stage=zero_stage,

@@ -3,7 +3,7 @@ every page of them kept in the page cache; a /proc without host facts.
 
 Every sample reads the same files, so their page cache is shared: a sample that could evict a
 page, or tell whether one is cached, could leave a message for the next sample (one bit a page).
-The seccomp filter refuses the calls that evict or probe (``sandbox_seccomp``); what is left is
+The seccomp filter refuses the calls that evict or probe (``seccomp``); what is left is
 timing a read, which tells only whether a page was cached. So the view is small (the
 interpreter, its standard library less installed packages, the shared objects and locale files
 it and its extension modules map, as found by a trial run, not the whole of /usr/lib) and every

@@ -1,4 +1,4 @@
-"""Running one sample in the sandbox set up by ``sandbox_host`` and collecting what it leaves:
+"""Running one sample in the sandbox set up by ``host`` and collecting what it leaves:
 a bounded, deadline-driven read of its output and verdict pipes, then every process and the
 cgroup or work dir gone. Bubblewrap reports the sandbox's init (the harness, pid 1 inside) on an
 info pipe; when the verdict is in, the grader kills that init by a pidfd (the kernel then kills
@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 
 from gc2po.evaluation.grading_errors import GraderError
-from gc2po.evaluation.sandbox_cgroup import EMPTY_WAIT_SECONDS, SampleCgroup, create_sample_cgroup
-from gc2po.evaluation.sandbox_command import (
+from gc2po.evaluation.sandbox.cgroup import EMPTY_WAIT_SECONDS, SampleCgroup, create_sample_cgroup
+from gc2po.evaluation.sandbox.command import (
     MALLOC_ARENA_MAX,
     NOBODY,
     Limits,
@@ -30,7 +30,7 @@ from gc2po.evaluation.sandbox_command import (
     nobody,
     python_argv,
 )
-from gc2po.evaluation.sandbox_seccomp import seccomp_pipe
+from gc2po.evaluation.sandbox.seccomp import seccomp_pipe
 
 MAX_VERDICT_BYTES = 1 << 16
 # once the harness closed its verdict pipe, how long its sandbox may take to end by itself
@@ -56,7 +56,7 @@ class RawRun:
 
 
 def run_contained(setup: SandboxSetup, message: dict, limits: Limits) -> RawRun:
-    """Run one sample (``message`` for sandbox_harness.main) and collect its pipes until it ends,
+    """Run one sample (``message`` for harness.main) and collect its pipes until it ends,
     its harness closed the verdict pipe, or the wall-clock limit passes; every process of the
     sample is gone when this returns. Raises GraderError where its cgroup cannot be made."""
     cgroup = workdir = process = init = None

@@ -1,7 +1,7 @@
 """One sample's run as a sandbox setup describes it: the per-sample ``Limits``, the
-``SandboxSetup`` found on this machine (``gc2po.evaluation.sandbox_host``) with the rlimits each
+``SandboxSetup`` found on this machine (``gc2po.evaluation.sandbox.host``) with the rlimits each
 process sets, the bubblewrap and interpreter command line, and the message the sandbox reads
-(the harness's sources, the sample, the limits). ``sandbox_launch`` runs samples with them.
+(the harness's sources, the sample, the limits). ``launch`` runs samples with them.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import marshal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gc2po.evaluation import sandbox_harness, sandbox_wire
-from gc2po.evaluation.sandbox_cgroup import CgroupLayout
-from gc2po.evaluation.sandbox_view import PageCacheWarmth
+from gc2po.evaluation.sandbox import harness, wire
+from gc2po.evaluation.sandbox.cgroup import CgroupLayout
+from gc2po.evaluation.sandbox.view import PageCacheWarmth
 
 NOBODY = 65534
 TMPFS_MB = 64  # the sample's only writable place, /tmp
@@ -21,7 +21,7 @@ OPEN_FILES = 64
 # used, so 16 threads would exhaust a 1 GB limit; two arenas serve a test's few threads
 MALLOC_ARENA_MAX = "2"
 # executed in this order in one namespace inside the sandbox
-HARNESS_SOURCES = [Path(m.__file__).read_text() for m in (sandbox_wire, sandbox_harness)]
+HARNESS_SOURCES = [Path(m.__file__).read_text() for m in (wire, harness)]
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,9 @@ class SandboxSetup:
     bwrap: str | None = None
     setpriv: str | None = None  # drops root to nobody before bubblewrap
     cgroups: CgroupLayout | None = None
-    seccomp: bytes | None = None  # the BPF program (sandbox_seccomp); None where no table fits
+    seccomp: bytes | None = None  # the BPF program (seccomp); None where no table fits
     hidden: tuple[str, ...] = ()  # folders of the view covered by an empty read-only one
-    proc_masks: tuple[str, ...] = ()  # /proc files covered by an empty one (sandbox_view)
+    proc_masks: tuple[str, ...] = ()  # /proc files covered by an empty one (view)
     warmth: PageCacheWarmth | None = field(default=None, compare=False, repr=False)
     description: str = ""
 
@@ -179,9 +179,9 @@ def bwrap_argv(
 
 
 def python_argv(setup: SandboxSetup) -> list[str]:
-    return [setup.interpreter, "-I", "-S", "-B", "-X", "utf8", "-c", sandbox_harness.BOOTSTRAP]
+    return [setup.interpreter, "-I", "-S", "-B", "-X", "utf8", "-c", harness.BOOTSTRAP]
 
 
 def encode_message(setup: SandboxSetup, message: dict, limits: Limits) -> bytes:
     message = {**message, "sources": HARNESS_SOURCES, "limits": setup.rlimits(limits)}
-    return marshal.dumps(message, sandbox_harness.MARSHAL_VERSION)
+    return marshal.dumps(message, harness.MARSHAL_VERSION)

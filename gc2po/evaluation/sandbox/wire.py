@@ -1,4 +1,4 @@
-"""What crosses between the sandbox's processes (``gc2po.evaluation.sandbox_harness``): length-
+"""What crosses between the sandbox's processes (``gc2po.evaluation.sandbox.harness``): length-
 prefixed frames over pipes, tagged returned / raised / ready, and plain literals as ``repr``
 text decoded by ``decode_literal``, which builds nothing but plain values (an object whose
 ``__eq__`` always says True cannot cross); ``describe`` turns an exception into the reason a

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gc2po.training import workflow_check
-from gc2po.training.plan import load_config
+from gc2po.workflow import config_check
+from gc2po.workflow.plan import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -20,42 +20,42 @@ SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 def test_the_key_follows_the_config_the_schema_and_the_source(tmp_path, monkeypatch):
     config = load_config([ROOT / "config" / "config.yaml"])
-    key = workflow_check.check_key(config, SCHEMA)
-    assert workflow_check.check_key(json.loads(json.dumps(config)), SCHEMA) == key
+    key = config_check.check_key(config, SCHEMA)
+    assert config_check.check_key(json.loads(json.dumps(config)), SCHEMA) == key
     changed = json.loads(json.dumps(config))
     changed["train"]["trainer"]["lambda_cf"] = 0.5
-    assert workflow_check.check_key(changed, SCHEMA) != key
+    assert config_check.check_key(changed, SCHEMA) != key
     other_schema = tmp_path / "schema.yaml"
     other_schema.write_bytes(SCHEMA.read_bytes() + b"\n# another schema\n")
-    assert workflow_check.check_key(config, other_schema) != key
+    assert config_check.check_key(config, other_schema) != key
     package = tmp_path / "gc2po"  # the same package with one source byte changed
     package.mkdir()
     (package / "__init__.py").write_text("")
-    monkeypatch.setattr(workflow_check.gc2po, "__file__", str(package / "__init__.py"))
-    first = workflow_check.check_key(config, SCHEMA)
+    monkeypatch.setattr(config_check.gc2po, "__file__", str(package / "__init__.py"))
+    first = config_check.check_key(config, SCHEMA)
     (package / "__init__.py").write_text("# changed\n")
-    assert workflow_check.check_key(config, SCHEMA) != first
+    assert config_check.check_key(config, SCHEMA) != first
 
 
 def test_a_hit_skips_the_check_and_a_bad_config_is_not_remembered(tmp_path, monkeypatch):
     config = load_config([ROOT / "config" / "config.yaml"])
     cache = tmp_path / ".snakemake" / "gc2po" / "config_check.json"
-    names = workflow_check.checked_display_names(config, None, SCHEMA, cache)
+    names = config_check.checked_display_names(config, None, SCHEMA, cache)
     assert names["gc2po_add"] == "GC2PO (corrected, additive)"
-    assert json.loads(cache.read_text())["key"] == workflow_check.check_key(config, SCHEMA)
+    assert json.loads(cache.read_text())["key"] == config_check.check_key(config, SCHEMA)
 
     def no_check(*args, **kwargs):
         raise AssertionError("checked again")
 
-    monkeypatch.setattr("gc2po.training.plan.validate", no_check)
-    assert workflow_check.checked_display_names(config, None, SCHEMA, cache) == names
+    monkeypatch.setattr("gc2po.workflow.plan.validate", no_check)
+    assert config_check.checked_display_names(config, None, SCHEMA, cache) == names
     monkeypatch.undo()
     bad = json.loads(json.dumps(config))
     bad["train"]["trainer"]["lambda_cf"] = 2.0
     with pytest.raises(ValueError, match="lambda_cf"):
-        workflow_check.checked_display_names(bad, None, SCHEMA, cache)
+        config_check.checked_display_names(bad, None, SCHEMA, cache)
     with pytest.raises(ValueError, match="lambda_cf"):  # still refused: not remembered
-        workflow_check.checked_display_names(bad, None, SCHEMA, cache)
+        config_check.checked_display_names(bad, None, SCHEMA, cache)
 
 
 @pytest.mark.slow

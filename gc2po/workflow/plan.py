@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from gc2po.reporting.layout import RunDir, resources_dir, results_dir
-from gc2po.training.config_schema import one_line
+from gc2po.errors import one_line
+from gc2po.layout import RunDir, resources_dir, results_dir
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
 # a swept setting -> the methods it is swept for (one run per value and per method of
@@ -227,8 +227,8 @@ def training_jobs(config: dict) -> list[TrainingJob]:
 def validate(config: dict, where: str = "config") -> None:
     """Resolve the GC2POConfig of every distinct training job (no model is loaded) and check its
     launcher: a bad key, type or value fails here, naming it, before any job runs."""
-    from gc2po.training.launch import validate_launcher
     from gc2po.training.run_config import build_args
+    from gc2po.workflow.launch import validate_launcher
 
     # method names (the registry imports torch: checked here, not while building the runs)
     _check_method_names(config.get("method_seeds") or {}, "method_seeds")

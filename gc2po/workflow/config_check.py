@@ -1,5 +1,5 @@
 """The workflow config checked once, before any job: its schema, every training job's resolved
-``GC2POConfig`` and launcher (``gc2po.training.plan.validate``), and the runs' display names.
+``GC2POConfig`` and launcher (``gc2po.workflow.plan.validate``), and the runs' display names.
 
 Checking builds a ``GC2POConfig`` per distinct job, which imports TRL and torch: seconds. The
 result is a pure function of the config, the schema, this package's source and the library
@@ -44,8 +44,8 @@ def checked_display_names(
 ) -> dict[str, str]:
     """Check ``config`` (ValueError naming the key when it is bad) and return run label ->
     display name; an unchanged config, schema, package and libraries reuse the last result."""
-    from gc2po.training import plan
-    from gc2po.training.config_schema import check_schema
+    from gc2po.workflow import plan
+    from gc2po.workflow.config_schema import check_schema
 
     key = check_key(config, schema)
     try:

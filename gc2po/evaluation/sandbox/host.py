@@ -1,7 +1,7 @@
 """How the code sandbox is set up on this machine (found once per process, with one trial run):
-bubblewrap, the user samples run as, the interpreter and what it must see (``sandbox_view``),
+bubblewrap, the user samples run as, the interpreter and what it must see (``view``),
 cgroups or rlimits. The per-sample limits and the bubblewrap command line are
-``sandbox_command``; ``sandbox_launch`` runs samples with them."""
+``command``; ``launch`` runs samples with them."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ import sys
 from dataclasses import replace
 
 from gc2po.evaluation.grading_errors import GraderError
-from gc2po.evaluation.sandbox_cgroup import detect_cgroup_layout
-from gc2po.evaluation.sandbox_command import (
+from gc2po.evaluation.sandbox.cgroup import detect_cgroup_layout
+from gc2po.evaluation.sandbox.command import (
     Limits,
     SandboxSetup,
     bwrap_argv,
     encode_message,
     nobody,
 )
-from gc2po.evaluation.sandbox_seccomp import host_arch, seccomp_pipe, seccomp_program
-from gc2po.evaluation.sandbox_view import (
+from gc2po.evaluation.sandbox.seccomp import host_arch, seccomp_pipe, seccomp_program
+from gc2po.evaluation.sandbox.view import (
     PageCacheWarmth,
     eviction_sources,
     proc_masks,
@@ -172,7 +172,7 @@ def _probe_bubblewrap_once() -> SandboxSetup | str:
 
 
 def _trial_run(setup: SandboxSetup, program: str) -> subprocess.CompletedProcess:
-    """``program`` run in the sandbox, the way ``sandbox_launch`` runs samples."""
+    """``program`` run in the sandbox, the way ``launch`` runs samples."""
     seccomp_fd = None if setup.seccomp is None else seccomp_pipe(setup.seccomp)
     verdict_read, verdict_write = os.pipe()
     masks = [os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC) for _ in setup.proc_masks]

@@ -1,7 +1,7 @@
 """The table ``gc2po plan`` prints for a workflow config: one row per planned (base, run) with
 its resolved batch layout (``run_summary``) and, where the base model's shape is known and a
 launcher trains it, its per-GPU memory estimate (``memory_plan``). The jobs themselves are
-``gc2po.training.plan``.
+``gc2po.workflow.plan``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gc2po.training.plan import base_model_path, training_jobs
+from gc2po.workflow.plan import base_model_path, training_jobs
 
 
 def run_summary(config: dict) -> list[dict[str, Any]]:
@@ -46,13 +46,13 @@ def run_summary(config: dict) -> list[dict[str, Any]]:
 
 
 def memory_plan(config: dict, gpu_memory_gib: float | None = None):
-    """``run_summary`` with each job's per-GPU memory estimate (``gc2po.training.memory``) where the
+    """``run_summary`` with each job's per-GPU memory estimate (``gc2po.workflow.memory``) where the
     base model's shape is known (the paper's Hub models) and it trains under a launcher."""
     import pandas as pd
 
-    from gc2po.training.job_shape import GPU_80GB_GIB, MODEL_SHAPES
-    from gc2po.training.launch import read_accelerate_config
-    from gc2po.training.memory import estimate_memory, job_from_trainer
+    from gc2po.workflow.job_shape import GPU_80GB_GIB, MODEL_SHAPES
+    from gc2po.workflow.launch import read_accelerate_config
+    from gc2po.workflow.memory import estimate_memory, job_from_trainer
 
     launcher = config["train"].get("launcher")
     stage = read_accelerate_config(launcher["config_file"]).zero_stage if launcher else None

@@ -19,14 +19,6 @@ DEFAULT_FILE = "config/config.yaml"  # the embedded default, as the Snakefile na
 DEFAULT_PATH = SCHEMA.parents[2] / DEFAULT_FILE
 
 
-def one_line(err: Exception) -> str:
-    """An OSError or YAML error in one line: a YAML parse error's problem and where it is."""
-    mark = getattr(err, "problem_mark", None)
-    if getattr(err, "problem", None) and mark is not None:
-        return f"line {mark.line + 1}, column {mark.column + 1}: {err.problem}"
-    return " ".join(str(err).split())
-
-
 def _key(path) -> str:
     """train.trainer.learning_rate, seeds[1]; "the config" for the top level."""
     text = ""

@@ -1,7 +1,7 @@
-"""What the memory plan of a training job (``gc2po.training.memory``) is computed from: the
+"""What the memory plan of a training job (``gc2po.workflow.memory``) is computed from: the
 model's shape (:class:`ModelShape`, a Qwen2/Llama-style decoder: parameter counts, KV-cache and
 saved-activation bytes per token; the paper's policies by Hub id in :data:`MODEL_SHAPES`) and the
-job's settings (:class:`TrainingJob`, checked when built)."""
+job's settings (:class:`JobShape`, checked when built)."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ MODEL_SHAPES: dict[str, ModelShape] = {
 
 
 @dataclass(frozen=True)
-class TrainingJob:
+class JobShape:
     """One training job: a model on ``num_processes`` GPUs and the trainer settings that size it."""
 
     shape: ModelShape

@@ -1,11 +1,11 @@
-"""The results layout (gc2po.reporting.layout) builds and parses every path the same way."""
+"""The results layout (gc2po.layout) builds and parses every path the same way."""
 
 from __future__ import annotations
 
 import pytest
 
-from gc2po.reporting import layout
-from gc2po.reporting.layout import AuditDir, CheckpointAuditDir, CurveFile, EvalFile, RunDir
+from gc2po import layout
+from gc2po.layout import AuditDir, CheckpointAuditDir, CurveFile, EvalFile, RunDir
 
 OUT = "results/ci"
 

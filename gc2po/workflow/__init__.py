@@ -1,0 +1,10 @@
+"""The planning of a workflow config, which the Snakemake workflow and ``gc2po plan`` read (the
+training runtime imports none of it):
+
+- ``config_schema``: the workflow config against its schema, refused in one line naming the key;
+- ``plan``: the config -> training jobs (one per base model, run and seed), each with the
+  resolved run config it trains from; ``config_check``: the whole check, memoised;
+- ``launch``: a job's launch command (``accelerate launch`` and its config);
+- ``job_shape``, ``memory``: a job's shape and its GPU memory estimate; ``plan_summary``: what
+  ``gc2po plan`` prints.
+"""
