@@ -14,6 +14,10 @@ import torch
 from gc2po.core.registry import Registry, caller_site
 
 LOSS_TYPES = ("grpo", "dr_grpo")  # TRL's loss aggregations the methods use
+# what a method is to the report, so the workflow picks its defaults by role, not by name: the
+# baseline every comparison is against, the paper's GC2PO, its corrected form, one of their
+# ablations (``register_variant``), a control (the oracle's), any other method
+ROLES = ("reference", "paper", "corrected", "ablation", "control", "baseline")
 # a method that owns its reward trains with [outcome, its reward] (gc2po.training.rewards
 # .reward_functions): the outcome logged beside it, not trained on
 OWN_REWARD_WEIGHTS = [0.0, 1.0]
@@ -99,6 +103,9 @@ class Method:
     # task -> a TRL reward function the method trains on instead of the outcome (its reward, e.g.
     # f x p); None: the outcome. The outcome is still logged, with weight 0 (OWN_REWARD_WEIGHTS)
     rewards: Mapping[str, Callable] | None = None
+    role: str = "baseline"  # one of ROLES
+    # the settings a workflow config's ``sweeps`` may vary for this method (one run per value)
+    sweeps: tuple[str, ...] = ()
 
     def check_fixed(self, settings: dict[str, Any]) -> None:
         """Refuse settings that give a field this method fixes another value (ValueError naming
@@ -115,6 +122,10 @@ class Method:
             raise ValueError(
                 f"method {self.name!r}: loss_type must be one of {LOSS_TYPES}, got "
                 f"{self.loss_type!r}"
+            )
+        if self.role not in ROLES:
+            raise ValueError(
+                f"method {self.name!r}: role must be one of {ROLES}, got {self.role!r}"
             )
         own = {"reward_weights": list(OWN_REWARD_WEIGHTS)} if self.rewards is not None else {}
         object.__setattr__(self, "fixed", {"loss_type": self.loss_type, **own, **self.fixed})
@@ -146,7 +157,8 @@ def register_variant(
     order: int,
 ) -> Method:
     """Register method ``of`` under another name, with more ``fixed`` settings (an ablation:
-    ``{"lambda_exp": 0.0}``) and its own display name, colour and place in tables."""
+    ``{"lambda_exp": 0.0}``) and its own display name, colour and place in tables; its role is
+    ``"ablation"`` and it has no sweeps of its own."""
     base = METHODS.get(of)
     variant = dataclasses.replace(
         base,
@@ -156,6 +168,8 @@ def register_variant(
         display_name=display_name,
         colour=colour,
         order=order,
+        role="ablation",
+        sweeps=(),
     )
     return _add(variant, caller_site())
 

@@ -18,6 +18,8 @@ KIND = dict(needs_episodes=True, needs_cf=True, nonnegative_rewards=True, fideli
     display_name="GC2PO (paper)",
     colour="#d62728",
     order=80,
+    role="paper",
+    sweeps=("lambda_exp", "lambda_cf"),
     **KIND,
 )
 def gc2po_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:

@@ -20,6 +20,8 @@ register_method(
     **{
         **KIND,
         "local_groups": True,
+        "role": "control",
+        "sweeps": ("cf_signal_rho",),
         "fixed": {"cf_signal": "oracle"},
         "fidelity": "not in any paper: a positive control with the testbed oracle's episode "
         "validity (issue 31); the corrected GC2PO otherwise",

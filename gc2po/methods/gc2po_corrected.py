@@ -48,6 +48,8 @@ KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="res
     display_name="GC2PO (corrected, additive)",
     colour="#393b79",
     order=90,
+    role="corrected",
+    sweeps=("lambda_exp", "lambda_cf", "cf_std_floor"),
     **KIND,
 )
 def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:

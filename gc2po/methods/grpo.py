@@ -15,6 +15,7 @@ from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
     display_name="GRPO",
     colour="#1f77b4",
     order=10,
+    role="reference",
     fidelity="as in DeepSeekMath; clip 0.2 and population std (TRL: sample std, a rescaling) are "
     "choices the paper leaves open",
 )

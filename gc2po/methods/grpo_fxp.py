@@ -28,6 +28,7 @@ outcome_x_validity.reward_range = (0.0, 1.0)
     "grpo_fxp",
     "Control (oracle): GRPO on the reward f x p, outcome times the oracle's process validity",
     display_name="Control (oracle): GRPO on f x p",
+    role="control",
     colour="#2f4f4f",
     order=120,
     rewards={TESTBED: outcome_x_validity},
