@@ -392,11 +392,13 @@ def test_the_vllm_check_reports_a_missing_or_changed_runner_method():
 def test_mrt_forced_answers_are_exactly_answer_tokens_long(
     answer_tokens, tiny_model_dir, fast_tokenizer
 ):
-    """MRT's forced answers (RolloutServices.forced_answer_success -> HFContinuations ->
-    ``model.generate(max_new_tokens=...)``) run ``mrt_answer_tokens`` tokens, whatever the
-    model's own generation config says: an EOS outside the vocabulary never ends one early."""
+    """MRT's forced answers (``gc2po.methods.mrt.forced_answer_success`` -> RolloutServices ->
+    HFContinuations -> ``model.generate(max_new_tokens=...)``) run ``answer_tokens`` tokens,
+    whatever the model's own generation config says: an EOS outside the vocabulary never ends one
+    early."""
     from transformers import AutoModelForCausalLM
 
+    from gc2po.methods.mrt import MRTSettings, forced_answer_success
     from gc2po.training.continuations import HFContinuations
     from gc2po.training.services import RolloutServices
 
@@ -426,9 +428,10 @@ def test_mrt_forced_answers_are_exactly_answer_tokens_long(
         step=0,
         temperature=1.0,
         max_completion_length=8,
-        force_answer_text="The answer is",
-        answer_tokens=answer_tokens,
+    )
+    settings = MRTSettings(
+        num_stops=2, answer_tokens=answer_tokens, force_answer_text="The answer is"
     )
     torch.manual_seed(0)
-    services.forced_answer_success([0, 0], [2, 2], num=2)  # equal contexts: no padding
+    forced_answer_success(services, [0, 0], [2, 2], settings)  # equal contexts: no padding
     assert lengths == [answer_tokens] * 4

@@ -96,13 +96,16 @@ class Method:
     fixed: dict[str, Any] = field(default_factory=dict)
     fidelity: str = "as in the paper"
     loss: LossFn | None = None  # replaces TRL's clipped loss when set (GVPO)
-    max_episodes_field: str = "max_episodes"
     cf_state: str = (
         "episode_end"  # the default token whose state R_cf reads (gc2po.training.episode_states)
     )
     # task -> a TRL reward function the method trains on instead of the outcome (its reward, e.g.
     # f x p); None: the outcome. The outcome is still logged, with weight 0 (OWN_REWARD_WEIGHTS)
     rewards: Mapping[str, Callable] | None = None
+    # the method's own settings: a dataclass with a default for every field (and, optionally, a
+    # ``check()`` raising ValueError naming the field); a run gives them as ``trainer.method_args``
+    # and the method reads ``config.method_settings`` (``parse_settings``, below)
+    settings: type | None = None
     role: str = "baseline"  # one of ROLES
     # the settings a workflow config's ``sweeps`` may vary for this method (one run per value)
     sweeps: tuple[str, ...] = ()
@@ -117,6 +120,36 @@ class Method:
                     f"fixes {key}={value!r} (part of its definition); remove {key}"
                 )
 
+    def max_episodes(self, config) -> int:
+        """Episodes per completion before later ones merge: the method's own ``max_episodes``
+        setting where it has one (MRT), else the config's."""
+        return getattr(config.method_settings, "max_episodes", config.max_episodes)
+
+    def parse_settings(self, given: Mapping[str, Any] | None) -> Any:
+        """The method's settings from a run's ``method_args`` (None: every default): unknown keys,
+        values of another type and values its ``check()`` refuses fail naming the key."""
+        given = dict(given or {})
+        if self.settings is None:
+            if given:
+                raise ValueError(f"method_args: method {self.name!r} has no settings of its own")
+            return None
+        fields = {f.name: f for f in dataclasses.fields(self.settings)}
+        unknown = sorted(set(given) - set(fields))
+        if unknown:
+            raise ValueError(
+                f"method_args: unknown key(s) {unknown} for method {self.name!r}; "
+                f"valid: {sorted(fields)}"
+            )
+        for key, value in given.items():
+            given[key] = _typed(f"method_args.{key}", value, type(fields[key].default))
+        settings = self.settings(**given)
+        if hasattr(settings, "check"):
+            try:
+                settings.check()
+            except ValueError as err:
+                raise ValueError(f"method_args.{err}") from err
+        return settings
+
     def __post_init__(self):
         if self.loss_type not in LOSS_TYPES:
             raise ValueError(
@@ -129,6 +162,15 @@ class Method:
             )
         own = {"reward_weights": list(OWN_REWARD_WEIGHTS)} if self.rewards is not None else {}
         object.__setattr__(self, "fixed", {"loss_type": self.loss_type, **own, **self.fixed})
+
+
+def _typed(key: str, value: Any, kind: type) -> Any:
+    """``value`` as the type of its setting's default (an int is accepted for a float)."""
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    raise ValueError(f"{key} must be {kind.__name__}, got {value!r}")
 
 
 METHODS: Registry[Method] = Registry("method")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from gc2po.core.baselines import length_penalty_advantages
@@ -47,12 +49,20 @@ def dr_grpo_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]
     return adv, advantage_metrics(adv)
 
 
+@dataclass(frozen=True)
+class LengthPenaltySettings:
+    """The length penalty's settings (``trainer.method_args`` of a ``length_penalty`` run)."""
+
+    alpha: float = 0.1  # weight of the penalty
+
+
 @register_method(
     "length_penalty",
     "Length penalty (Arora & Zanette 2025) on correct samples, GRPO estimator",
     display_name="Length penalty",
     colour="#ff7f0e",
     order=20,
+    settings=LengthPenaltySettings,
     fidelity="deviation: GRPO's estimator instead of RLOO in OpenRLHF-PPO",
 )
 def length_penalty_advantages_(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
@@ -64,7 +74,7 @@ def length_penalty_advantages_(batch: RolloutBatch, config) -> tuple[torch.Tenso
         batch.group_size,
         gather=batch.gather,
         estimator=lambda grouped: length_penalty_advantages(
-            grouped[..., 0], grouped[..., 1], config.length_penalty_alpha
+            grouped[..., 0], grouped[..., 1], config.method_settings.alpha
         ),
     )
     return adv, advantage_metrics(adv)

@@ -11,11 +11,24 @@ micro-batch; a constant factor); on-policy only (``num_iterations`` 1).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from gc2po.core.baselines import group_scored_counts, gvpo_on_policy_loss
 from gc2po.core.groups import dr_grpo_advantage, group_normalised
 from gc2po.methods.base import MethodOutput, RolloutBatch, advantage_metrics, register_method
+
+
+@dataclass(frozen=True)
+class GVPOSettings:
+    """GVPO's settings (``trainer.method_args`` of a ``gvpo`` run)."""
+
+    beta: float = 0.1  # beta of the implicit reward (the authors' default)
+
+    def check(self) -> None:
+        if not self.beta > 0:
+            raise ValueError(f"beta must be > 0, got {self.beta!r}")
 
 
 def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
@@ -29,7 +42,7 @@ def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
         inputs["completion_mask"],
         inputs["gvpo_centered_reward"],
         inputs["gvpo_scored_count"],
-        beta=config.gvpo_beta,
+        beta=config.method_settings.beta,
         group_size=config.num_generations,
     )
 
@@ -41,6 +54,7 @@ def gvpo_method_loss(logps, inputs, config) -> torch.Tensor:
     colour="#9467bd",
     order=40,
     loss=gvpo_method_loss,
+    settings=GVPOSettings,
     fixed={"beta": 0.0, "num_iterations": 1},
     fidelity="deviation: mean over groups instead of the sum over a micro-batch; on-policy (one "
     "iteration per batch)",

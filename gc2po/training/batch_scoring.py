@@ -64,18 +64,14 @@ class BatchScoringMixin:
                 advantages=torch.zeros_like(mask, dtype=torch.float32),
             )
             return output
-        if method.needs_rollout_states or (method.needs_episodes and not method.needs_cf):
-            batch.services = rollout_services(self, inputs, output, self._generation_context)
+        batch.services = rollout_services(self, inputs, output, self._generation_context)
         signal = (
             self._counterfactual
             if args.cf_signal == "r_cf"
             else functools.partial(self._episode_signal, inputs, output, episodes)
         )
         scored = scoring.score(method, batch, args, signal)
-        metrics = dict(scored.metrics)
-        if batch.services is not None and hasattr(batch.services, "value_loss"):
-            metrics["rest/value_loss"] = batch.services.value_loss
-        self._record(metrics, mode)
+        self._record(dict(scored.metrics), mode)
         output["advantages"] = scored.advantages
         output.update(scored.loss_inputs)
         return output
@@ -132,7 +128,7 @@ class BatchScoringMixin:
                 episodes,
                 batch.row_index,
                 batch.group_size,
-                max_episodes=getattr(args, self.method.max_episodes_field),
+                max_episodes=self.method.max_episodes(args),
                 rho=args.cf_signal_rho,
                 seed=scoring.perturbation_seed(args.seed, self.state.global_step, micro),
             )
@@ -170,7 +166,7 @@ class BatchScoringMixin:
         return ForwardRequest(segment=self._segment, state_table=self._state_table, **known)
 
     def _segment(self, completion_ids, mask) -> EpisodeBatch:
-        max_episodes = getattr(self.args, self.method.max_episodes_field)
+        max_episodes = self.method.max_episodes(self.args)
         return segment_completions(self.processing_class, completion_ids, mask, max_episodes)
 
     def _state_table(self, episodes: EpisodeBatch, completion_ids) -> torch.Tensor:

@@ -66,19 +66,14 @@ max_consecutive_skipped_steps (`int`, defaults to `3`): a step whose loss or gra
     stop the run with an error naming the step, the first non-finite parameter and the prompts.
 metrics_path (`str` or `None`): JSONL file that receives every logged step (rank 0 writes).
 
-> Baselines
+> A method's own settings
 
-length_penalty_alpha (`float`, defaults to `0.1`): alpha of the length penalty.
-gvpo_beta (`float`, defaults to `0.1`): beta of GVPO's implicit reward (authors' default).
-gcpo_alpha (`float`, defaults to `2.0`): alpha of GCPO's causal weight (paper: 2).
-mrt_alpha (`float`, defaults to `1.0`): weight of MRT's progress rewards.
-mrt_num_stops (`int`, defaults to `4`): forced answers per episode boundary (MRT).
-mrt_max_episodes (`int`, defaults to `6`): episodes per completion for MRT (later ones merge).
-mrt_answer_tokens (`int`, defaults to `16`): tokens generated for a forced answer (MRT).
-force_answer_text (`str`): appended to a cut trajectory to force a final answer (MRT).
-rest_branches (`int`, defaults to `3`): continuations per branch point (ReST-MCTS*-lite).
-rest_min_value (`float`, defaults to `0.2`): minimum predicted step value to clone a rollout.
-rest_value_lr (`float`, defaults to `1e-3`): learning rate of the ReST-MCTS* value head.
+method_args (`dict` or `None`): the settings of the method's own `settings` dataclass
+    (`gc2po.methods.base.Method.settings`), e.g. `{num_stops: 2}` for `mrt`; the method checks
+    them (`Method.parse_settings`) and reads them as `config.method_settings`. `None`: its
+    defaults. The baselines' settings live there: `mrt` (`MRTSettings`), `rest_mcts`
+    (`ReSTSettings`), `gcpo` (`GCPOSettings`), `gvpo` (`GVPOSettings`), `length_penalty`
+    (`LengthPenaltySettings`).
 
 > Sampler/trainer mismatch (`gc2po.training.ratio_guard`; vLLM with importance-sampling correction)
 
@@ -158,20 +153,9 @@ class GC2POConfig(GRPOConfig):
     )
     max_consecutive_skipped_steps: int = _help("Non-finite steps in a row that stop the run.", 3)
     metrics_path: str | None = _help("JSONL file that receives every logged step.")
-    length_penalty_alpha: float = _help("alpha of the length-penalty baseline.", 0.1)
-    gvpo_beta: float = _help("beta of GVPO's implicit reward (authors' default 0.1).", 0.1)
-    gcpo_alpha: float = _help("alpha of GCPO's causal weight (paper: 2).", 2.0)
-    mrt_alpha: float = _help("Weight alpha of MRT's progress rewards.", 1.0)
-    mrt_num_stops: int = _help("Forced-answer samples per episode boundary (MRT).", 4)
-    mrt_max_episodes: int = _help("Episodes per completion for MRT (later ones merge).", 6)
-    mrt_answer_tokens: int = _help("Tokens generated for a forced answer (MRT).", 16)
-    force_answer_text: str = _help(
-        "Appended to a cut trajectory to force a final answer (MRT's meta-prover).",
-        "\n\nTime is up. The final answer is \\boxed{",
+    method_args: dict | None = _help(
+        "The method's own settings (its `settings` dataclass); None: the method's defaults."
     )
-    rest_branches: int = _help("Continuations per branch point (ReST-MCTS*-lite).", 3)
-    rest_min_value: float = _help("Minimum predicted step value to clone a rollout.", 0.2)
-    rest_value_lr: float = _help("Learning rate of the ReST-MCTS* value head.", 1e-3)
     ratio_guard_low: float = _help("Low end of the mean vLLM importance ratio's band.", 0.95)
     ratio_guard_high: float = _help("High end of the mean vLLM importance ratio's band.", 1.05)
     ratio_guard_patience: int = _help("Steps in a row outside the band that stop the run.", 3)
@@ -179,6 +163,7 @@ class GC2POConfig(GRPOConfig):
     def __post_init__(self):
         method = get_method(self.method)
         apply_method(self, method)
+        self.method_settings = method.parse_settings(self.method_args)  # checked by the method
         check_gc2po_fields(self, method)
         self.bf16, self.fp16 = self.precision != "fp32", False
         check_vllm_fields(self)

@@ -42,7 +42,6 @@ from gc2po.training.forward import ForwardRequest, capture_forward
 from gc2po.training.metrics import JsonlMetricsCallback, sampling_ratios
 from gc2po.training.ratio_guard import RatioGuard
 from gc2po.training.rewards import check_nonnegative_rewards
-from gc2po.training.services import ValueHead
 from gc2po.training.step_guard import NonFiniteStepGuard, NonFiniteStepMixin
 from gc2po.training.vllm_cpu_sync import needs_cpu_sync, use_cpu_sync
 
@@ -64,9 +63,7 @@ class GC2POTrainer(BatchScoringMixin, NonFiniteStepMixin, GRPOTrainer):
         self.ratio_guard = RatioGuard(
             self.args.ratio_guard_low, self.args.ratio_guard_high, self.args.ratio_guard_patience
         )
-        self.value_head = ValueHead(
-            self.args.rest_value_lr, lambda t: self.accelerator.reduce(t, "mean")
-        )
+        self.method_state: dict = {}  # what a method keeps from batch to batch (services.state)
         if needs_cpu_sync(self.use_vllm, self.args.vllm_mode):
             use_cpu_sync(self.vllm_generation)
         self._request: ForwardRequest | None = None

@@ -1,6 +1,7 @@
-"""The extra-generation services of MRT, ReST-MCTS* and GCPO: every process issues the same
-generation calls whatever text it needs (no deadlock under ZeRO-3's synced generation or vLLM's
-collective modes), and the vLLM backend uses the run's own engine with the asked length."""
+"""The trainer's extra-generation services (what MRT, ReST-MCTS*, GCPO and any new method use):
+every process issues the same generation calls whatever text it needs (no deadlock under ZeRO-3's
+synced generation or vLLM's collective modes), and the vLLM backend uses the run's own engine with
+the asked length."""
 
 from __future__ import annotations
 
@@ -47,8 +48,6 @@ def services(generate, counts, rollout=None, tokenizer=None):
         step=0,
         temperature=1.0,
         max_completion_length=8,
-        force_answer_text="",
-        answer_tokens=4,
     )
 
 

@@ -15,9 +15,8 @@ from gc2po.core.baselines import gcpo_advantages, length_penalty_advantages
 from gc2po.core.corrected import additive_token_advantages
 from gc2po.core.groups import dr_grpo_advantage, grpo_advantage
 from gc2po.core.step_baselines import mrt_token_advantages, rest_selection
-from gc2po.methods import METHODS
+from gc2po.methods import METHODS, gcpo, mrt, rest_mcts
 from gc2po.methods.mrt import boundaries
-from gc2po.training import batch_scoring
 from gc2po.training.run_config import build_args
 from tests.training.conftest import SMALL, record_advantages
 
@@ -58,7 +57,7 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
         return dr_grpo_advantage(grouped).reshape(-1)
     if method == "length_penalty":
         return length_penalty_advantages(
-            grouped, batch.lengths.view(-1, K).float(), config.length_penalty_alpha
+            grouped, batch.lengths.view(-1, K).float(), config.method_settings.alpha
         ).reshape(-1)
     if method == "mrt":
         rows, slots, _, num_episodes, step_ends = boundaries(batch.episode_ids)
@@ -71,14 +70,14 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
             rewards,
             batch.completion_mask,
             group_size=K,
-            alpha=config.mrt_alpha,
+            alpha=config.method_settings.alpha,
         )[0]
     if method == "rest_mcts":
         states = batch.states
         min_value = torch.full((rewards.shape[0],), float("inf")).scatter_reduce(
             0, states.rows, services_log["fit_value_head"], "amin"
         )
-        return rest_selection(rewards, min_value, K, config.rest_min_value)
+        return rest_selection(rewards, min_value, K, config.method_settings.min_value)
     if method == "gcpo":
         samples = iter(services_log["sample_final_states"])
         parts = []
@@ -90,7 +89,7 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
                     z,
                     next(samples),
                     next(samples),
-                    config.gcpo_alpha,
+                    config.method_settings.alpha,
                 )[0]
             )
         return torch.cat(parts).float()
@@ -98,27 +97,25 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
 
 
 def record_services(monkeypatch) -> dict:
-    """Keep what the extra-generation services returned (their outputs are random samples)."""
+    """Keep what the methods' extra generation returned (their outputs are random samples):
+    MRT's forced-answer success, ReST-MCTS*'s value-head predictions, GCPO's sampled states."""
     log: dict = {}
-    original = batch_scoring.rollout_services
 
-    def services(*args):
-        built = original(*args)
-        for name in ("forced_answer_success", "fit_value_head", "sample_final_states"):
-            function = getattr(built, name)
+    def recorded(owner, name, keep):
+        function = getattr(owner, name)
 
-            def wrapped(*args, _function=function, _name=name, **kwargs):
-                value = _function(*args, **kwargs)
-                if _name == "sample_final_states":
-                    log.setdefault(_name, []).append(value)
-                else:
-                    log[_name] = value
-                return value
+        def wrapped(*args, **kwargs):
+            value = function(*args, **kwargs)
+            keep(value)
+            return value
 
-            setattr(built, name, wrapped)
-        return built
+        monkeypatch.setattr(owner, name, wrapped)
 
-    monkeypatch.setattr(batch_scoring, "rollout_services", services)
+    recorded(mrt, "forced_answer_success", lambda v: log.update(forced_answer_success=v))
+    recorded(rest_mcts.ValueHead, "fit", lambda v: log.update(fit_value_head=v[0].cpu()))
+    recorded(
+        gcpo, "sample_final_states", lambda v: log.setdefault("sample_final_states", []).append(v)
+    )
     return log
 
 
