@@ -70,12 +70,6 @@ def additive_token_advantages(
     mask [B,T] (bool or 0/1 numbers) -> CorrectedAdvantages. ``row_index`` [B] and ``gather`` as
     in :func:`gc2po.core.advantages.gc2po_token_advantages` (groups split over processes).
     """
-    if not lambda_cf >= 0:
-        raise ValueError(f"lambda_cf must be >= 0, got {lambda_cf!r}")
-    if not cf_std_floor > 0:
-        raise ValueError(f"cf_std_floor must be > 0, got {cf_std_floor!r}")
-    if not cf_z_clip > 0:
-        raise ValueError(f"cf_z_clip must be > 0, got {cf_z_clip!r}")
     batch, _ = check_episode_inputs(r_out, episode_ids, r_cf, mask)
     if row_index is None:
         row_index = torch.arange(batch, device=r_out.device)

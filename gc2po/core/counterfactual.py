@@ -11,7 +11,6 @@ the unperturbed distribution and renormalised. The perturbation operators g_m ar
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -112,19 +111,6 @@ def counterfactual_reward(
             f"lm_head_weight must have shape [V, d] with d={u.shape[1]} (from u), "
             f"got {tuple(lm_head_weight.shape)}"
         )
-    if not isinstance(num_samples, int) or num_samples < 1:
-        raise ValueError(f"num_samples must be an int >= 1, got {num_samples!r}")
-    if not tau > 0:
-        raise ValueError(f"tau must be > 0, got {tau!r}")
-    for name, value in (("lambda_exp", lambda_exp), ("lambda_sta", lambda_sta)):
-        if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    if not (eps_u > 0 and math.isfinite(eps_u)):  # eps_u = 0 would make S_exp 0/0 for a zero state
-        raise ValueError(f"eps_u must be a finite number > 0, got {eps_u!r}")
-    if answer_space not in ANSWER_SPACES:
-        raise ValueError(f"answer_space must be one of {list(ANSWER_SPACES)}, got {answer_space!r}")
-    if answer_space == "topk" and not (isinstance(topk, int) and topk >= 1):
-        raise ValueError(f"topk must be an int >= 1, got {topk!r}")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature!r}")
     if group_index is not None and tuple(group_index.shape) != (u.shape[0],):

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gc2po.core.advantages import EPISODE_WEIGHT_NORMS
-from gc2po.core.counterfactual import ANSWER_SPACES
+from gc2po.core.params import RANGES, check_params
 from gc2po.core.perturbations import build_perturbation
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
@@ -41,25 +40,9 @@ def check_gc2po_fields(config, method) -> None:
         )
     if config.precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {list(PRECISIONS)}, got {config.precision!r}")
-    for key in ("lambda_cf", "lambda_exp", "lambda_sta"):
-        if not 0.0 <= getattr(config, key) <= 1.0:
-            raise ValueError(f"{key} must be in [0, 1], got {getattr(config, key)!r}")
+    check_params(**{key: getattr(config, key) for key in RANGES})  # the core's parameters
     checks = [
-        ("cf_tau", config.cf_tau > 0, "> 0"),
-        ("cf_eps_u", config.cf_eps_u > 0, "> 0"),
-        ("num_perturbations", config.num_perturbations >= 1, ">= 1"),
-        ("answer_topk", config.answer_topk >= 1, ">= 1"),
-        ("answer_space", config.answer_space in ANSWER_SPACES, f"one of {list(ANSWER_SPACES)}"),
-        (
-            "episode_weight_norm",
-            config.episode_weight_norm in EPISODE_WEIGHT_NORMS,
-            f"one of {list(EPISODE_WEIGHT_NORMS)}",
-        ),
-        ("trunc_frac", 0 <= config.trunc_frac < 0.5, "in [0, 0.5)"),
-        ("adv_clip", config.adv_clip > 0, "> 0"),
         ("cf_state", config.cf_state in STATE_CHOICES, f"one of {list(STATE_CHOICES)}"),
-        ("cf_std_floor", config.cf_std_floor > 0, "> 0"),
-        ("cf_z_clip", config.cf_z_clip > 0, "> 0"),
         ("max_consecutive_skipped_steps", config.max_consecutive_skipped_steps >= 1, ">= 1"),
         (
             "multi_objective_aggregation",

@@ -149,13 +149,6 @@ def test_bf16_weight_is_not_copied_to_fp32_and_result_is_fp32():
 @pytest.mark.parametrize(
     "override, match",
     [
-        (dict(tau=-1.0), "tau"),
-        (dict(num_samples=0), "num_samples"),
-        (dict(eps_u=-1.0), "eps_u"),
-        (dict(eps_u=0.0), "eps_u must be a finite number > 0"),
-        (dict(lambda_sta=-0.5), "lambda_sta"),
-        (dict(lambda_exp=float("nan")), "lambda_exp"),
-        (dict(answer_space="logits"), r"answer_space.*\['topk', 'vocab'\]"),
         (
             dict(perturbation="rotate"),
             r"unknown name 'rotate'.*\['dropout', 'gaussian', 'group_mix'\]",

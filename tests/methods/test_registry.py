@@ -67,3 +67,41 @@ def test_a_variant_fixes_what_its_method_fixes_and_more(monkeypatch):
 def test_every_method_fixes_its_loss_aggregation():
     for name, method in METHODS.items():
         assert method.fixed["loss_type"] == method.loss_type, name
+
+
+# --- a method's own settings (Method.settings, given as trainer.method_args) -------------------
+
+
+def test_a_methods_settings_are_its_defaults_updated_by_method_args():
+    mrt = METHODS["mrt"]
+    assert mrt.parse_settings(None) == mrt.parse_settings({}) == mrt.settings()
+    settings = mrt.parse_settings({"num_stops": 2, "alpha": 1})  # an int given for a float
+    assert (settings.num_stops, settings.alpha, settings.max_episodes) == (2, 1.0, 6)
+    assert isinstance(settings.alpha, float)
+
+
+@pytest.mark.parametrize(
+    "method, given, match",
+    [
+        ("mrt", {"stops": 2}, r"method_args: unknown key\(s\) \['stops'\] for method 'mrt'; valid"),
+        ("mrt", {"num_stops": 2.5}, r"method_args.num_stops must be int, got 2.5"),
+        ("mrt", {"num_stops": True}, r"method_args.num_stops must be int, got True"),
+        ("mrt", {"num_stops": 0}, r"method_args.num_stops must be >= 1, got 0"),
+        ("rest_mcts", {"value_lr": 0.0}, r"method_args.value_lr must be > 0, got 0.0"),
+        ("gvpo", {"beta": -1.0}, r"method_args.beta must be > 0, got -1.0"),
+        ("grpo", {"alpha": 0.1}, r"method_args: method 'grpo' has no settings of its own"),
+    ],
+)
+def test_bad_method_args_fail_naming_the_key(method, given, match):
+    with pytest.raises(ValueError, match=match):
+        METHODS[method].parse_settings(given)
+
+
+def test_mrt_reads_its_own_max_episodes_and_the_others_the_configs():
+    class Config:
+        max_episodes = 32
+        method_settings = METHODS["mrt"].parse_settings({"max_episodes": 3})
+
+    assert METHODS["mrt"].max_episodes(Config) == 3
+    Config.method_settings = None
+    assert METHODS["gc2po"].max_episodes(Config) == 32

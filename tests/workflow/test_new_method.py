@@ -1,6 +1,8 @@
 """A method is one file: a copy of the package and workflow with one new module in
-``gc2po/methods/`` trains that method through the workflow (the ci miniature's settings, one
-step), and nothing else in the copy changed."""
+``gc2po/methods/`` (a method with a setting of its own and extra generation through the trainer's
+services) trains that method through the workflow (the ci miniature's settings), its setting given
+in the workflow config and refused there, naming the key, when out of range; nothing else in the
+copy changed."""
 
 from __future__ import annotations
 
@@ -18,21 +20,44 @@ ROOT = Path(__file__).resolve().parents[2]
 COPIED = ["gc2po", "workflow", "config", "Snakefile"]  # what the workflow runs from
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
-TOY = '''"""Toy: the sign of the group-centred reward on every token."""
+TOY = '''"""Toy retry: each prompt is tried again (extra generation through the trainer's services)
+and a row's reward gains ``bonus`` times the mean outcome of its prompt's retries; GRPO's
+estimator on that."""
+
+from dataclasses import dataclass
 
 import torch
 
-from gc2po.core.groups import dr_grpo_advantage, group_normalised
+from gc2po.core.groups import group_normalised
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 
 
-@register_method("toy_sign", "Toy: sign of the group-centred outcome reward",
-                 display_name="Toy sign", colour="#000000", order=1000)
-def toy_sign_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
-    centred = group_normalised(batch.rewards, batch.row_index, batch.group_size,
-                               estimator=dr_grpo_advantage, gather=batch.gather)  # [B]
-    advantages = torch.sign(centred)
-    return advantages, advantage_metrics(advantages)
+@dataclass(frozen=True)
+class ToySettings:
+    bonus: float = 0.5  # weight of the retries' mean outcome
+    retries: int = 1  # extra samples per prompt
+    retry_tokens: int = 8  # tokens per retry
+
+    def check(self) -> None:
+        if self.retries < 1:
+            raise ValueError(f"retries must be >= 1, got {self.retries!r}")
+
+
+@register_method("toy_retry", "Toy: outcome plus a bonus for the prompt's retries",
+                 display_name="Toy retry", colour="#000000", order=1000, settings=ToySettings)
+def toy_retry_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
+    settings, services = config.method_settings, batch.services
+    rows = list(range(batch.completion_mask.shape[0]))
+    n = settings.retries
+    samples = services.continuations([services.prompt_ids(r) for r in rows], n,
+                                     settings.retry_tokens)
+    texts = [services.tokenizer.decode(s, skip_special_tokens=True) for s in samples]
+    retried = services.outcome([r for r in rows for _ in range(n)], texts).view(-1, n).mean(-1)
+    rewards = batch.rewards + settings.bonus * retried.to(batch.rewards.device)
+    advantages = group_normalised(rewards, batch.row_index, batch.group_size, gather=batch.gather)
+    metrics = advantage_metrics(advantages)
+    metrics["toy/retries"] = float(len(samples))
+    return advantages, metrics
 '''
 
 
@@ -55,14 +80,17 @@ def toy_overlay() -> dict:
     overlay["evaluate"].pop("learning_curve")
     overlay.update(
         name="toy",
-        methods=["toy_sign"],
+        methods=["toy_retry"],
         ablation_methods=[],
         sweeps={"lambda_exp": [], "lambda_cf": []},
     )
+    overlay["train"].setdefault("per_method", {})["toy_retry"] = {
+        "method_args": {"bonus": 0.25, "retries": 2}
+    }
     overlay["report"].update(
-        main_methods=["toy_sign"],
+        main_methods=["toy_retry"],
         ablation_methods=[],
-        cost_reference="toy_sign",
+        cost_reference="toy_retry",
         comparisons=[],
         dose_response=[],
     )
@@ -78,11 +106,13 @@ def test_a_new_method_file_trains_through_the_workflow_and_is_the_only_change(tm
             shutil.copytree(source, copy / name, ignore=IGNORED)
         else:
             shutil.copy2(source, copy / name)
-    (copy / "gc2po/methods/toy_sign.py").write_text(TOY)
+    (copy / "gc2po/methods/toy_retry.py").write_text(TOY)
     overlay = tmp_path / "toy.yaml"
     overlay.write_text(yaml.safe_dump(toy_overlay()))
     work = tmp_path / "wf"
-    target = "results/toy/runs/testbed/toy_sign/seed0"  # the toy run's, relative to the work folder
+    target = (
+        "results/toy/runs/testbed/toy_retry/seed0"  # the toy run's, relative to the work folder
+    )
     # the copy's package, not the installed one nor this checkout's (`python -m` puts the working
     # folder first on sys.path)
     env = {**os.environ, "PYTHONPATH": str(copy)}
@@ -105,10 +135,23 @@ def test_a_new_method_file_trains_through_the_workflow_and_is_the_only_change(tm
     assert out.returncode == 0, out.stderr[-5000:]
     run = work / target
     assert (run / "final/config.json").is_file()
-    assert yaml.safe_load((run / "run.yaml").read_text())["method"] == "toy_sign"
+    run_config = yaml.safe_load((run / "run.yaml").read_text())
+    assert run_config["method"] == "toy_retry"
+    assert run_config["trainer"]["method_args"] == {"bonus": 0.25, "retries": 2}
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert any("advantages/mean" in r and r["step"] == 1 for r in records), records
+    # 2 retries for each of the step's completions, generated through the services
+    rows = [r["toy/retries"] for r in records if "toy/retries" in r]
+    assert rows and all(r > 0 and r % 2 == 0 for r in rows), rows
+    bad = yaml.safe_load(overlay.read_text())
+    bad["train"]["per_method"]["toy_retry"]["method_args"]["retries"] = 0
+    overlay.write_text(yaml.safe_dump(bad))
+    refused = subprocess.run(
+        [*command, "--dry-run"], cwd=copy, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert refused.returncode != 0
+    assert "method_args.retries must be >= 1, got 0" in refused.stderr, refused.stderr[-3000:]
     before, after = files(ROOT), files(copy)
     changed = sorted(path for path in before.keys() & after.keys() if before[path] != after[path])
     added, removed = sorted(after.keys() - before.keys()), sorted(before.keys() - after.keys())
-    assert (added, removed, changed) == (["gc2po/methods/toy_sign.py"], [], [])
+    assert (added, removed, changed) == (["gc2po/methods/toy_retry.py"], [], [])
