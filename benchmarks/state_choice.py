@@ -18,7 +18,7 @@ import argparse
 
 import torch
 
-from gc2po.audit import AuditConfig, run_audit
+from gc2po.audit import AuditSampling, run_audit
 from gc2po.data.jsonl import read_jsonl
 from gc2po.training.run_config import build_args
 from gc2po.workflow.plan import load_config, training_jobs
@@ -42,8 +42,9 @@ def main() -> None:
     if job is None:
         parser.error(f"--run {ns.run!r} is not a run of the config")
     args = build_args(job.run_config(config))
-    audit = AuditConfig.from_trainer(args, k=ns.k, seed=ns.seed)
-    summary = run_audit(ns.model, read_jsonl(ns.data), audit, max_problems=ns.problems).summary
+    sampling = AuditSampling(k=ns.k, seed=ns.seed)
+    records = read_jsonl(ns.data)
+    summary = run_audit(ns.model, records, args, sampling, max_problems=ns.problems).summary
     print(
         f"{ns.model} on {ns.data}: {summary['completions']} completions "
         f"({ns.problems} problems x {ns.k}), R_cf settings of run {ns.run!r} "

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from gc2po.audit import AuditConfig
+from gc2po.audit import AuditSampling
 from gc2po.audit.batch import cf_at, prepare
 from gc2po.audit.signals import episode_frame, signal_audit, signal_label
 from gc2po.core.corrected import additive_token_advantages
@@ -46,7 +46,7 @@ from gc2po.training.signals import (
 from gc2po.workflow.plan import load_config, training_jobs
 
 
-def sample(model_dir: str, records: list[dict], config: AuditConfig, problems: int):
+def sample(model_dir: str, records: list[dict], args, audit: AuditSampling, problems: int):
     """k completions per problem at the run's temperature, as the audit samples them."""
     from gc2po.evaluation.backends import SamplingConfig, TransformersBackend, render_prompts
     from gc2po.testbed.generator import Problem
@@ -56,8 +56,8 @@ def sample(model_dir: str, records: list[dict], config: AuditConfig, problems: i
     backend = TransformersBackend.from_pretrained(model_dir, batch_size=64)
     messages = [prompt_messages(p) for p in chosen]
     sampling = SamplingConfig(
-        n=config.k, temperature=config.temperature, top_p=config.top_p,
-        max_new_tokens=config.max_new_tokens, seed=config.seed,
+        n=audit.k, temperature=args.temperature, top_p=audit.top_p,
+        max_new_tokens=audit.max_new_tokens, seed=audit.seed,
     )  # fmt: skip
     generations = backend.generate(messages, sampling)
     prompts = render_prompts(backend.tokenizer, messages)
@@ -101,12 +101,12 @@ def main() -> None:
     if job is None:
         parser.error(f"--run {ns.run!r} is not a run of the config")
     args = build_args(job.run_config(config))
-    audit = AuditConfig.from_trainer(args, k=ns.k, seed=ns.seed)
+    audit = AuditSampling(k=ns.k, seed=ns.seed)
     model, tokenizer, problems, generations, prompts = sample(
-        ns.model, read_jsonl(ns.data), audit, ns.problems
+        ns.model, read_jsonl(ns.data), args, audit, ns.problems
     )
-    batch = prepare(model, tokenizer, prompts, generations, audit)
-    episodes = episode_frame(batch, problems, generations, audit, model, tokenizer, cf_at)
+    batch = prepare(model, tokenizer, prompts, generations, args, audit)
+    episodes = episode_frame(batch, problems, generations, args, audit, model, tokenizer, cf_at)
     audited = {row["signal"]: row for row in signal_audit(episodes, seed=ns.seed)}
     print(
         f"{ns.model} on {ns.data}: {len(generations)} completions ({ns.problems} problems x "
@@ -134,12 +134,12 @@ def main() -> None:
             cells.append(f"{values.mean():.3f} [{values.median():.3f}] ({len(values)})")
         print(f"| {place} | {cells[0]} | {cells[1]} |")
     row_problems = [problems[g.prompt_index] for g in generations]
-    validity, f = oracle_validity(row_problems, batch.episodes, audit.max_episodes)
-    perturbation = audit.counterfactual.perturbation
-    r_cf = cf_at(batch, audit, args.cf_state, perturbation, ns.seed)[1]
+    validity, f = oracle_validity(row_problems, batch.episodes, args.max_episodes)
+    perturbation = args.counterfactual_params().perturbation
+    r_cf = cf_at(batch, args, args.cf_state, perturbation, ns.seed)[1]
     logps_of = functools.partial(
         answer_token_logps, model, pad_id=tokenizer.pad_token_id,
-        temperature=audit.temperature, batch_size=64,
+        temperature=args.temperature, batch_size=64,
     )  # fmt: skip
     signals = {
         f"r_cf@{args.cf_state}": widened(r_cf, validity.shape),
@@ -157,7 +157,7 @@ def main() -> None:
         for line in floor_rows(signal_label(name), table, batch, f, args, floors, rho):
             print(line)
     # R_cf's Monte-Carlo noise: a second, independent perturbation draw
-    again = cf_at(batch, audit, args.cf_state, perturbation, ns.seed + 1)[1]
+    again = cf_at(batch, args, args.cf_state, perturbation, ns.seed + 1)[1]
     rows, slots = present_episodes(batch.episodes, validity.shape[1]).nonzero(as_tuple=True)
     x1, x2 = (widened(t, validity.shape)[rows, slots] for t in (r_cf, again))
     group = rows // ns.k

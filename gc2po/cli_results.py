@@ -47,19 +47,20 @@ def _eval(ns):
 def _audit(ns):
     from pathlib import Path
 
-    from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, plot_audit, run_audit
+    from gc2po.audit import DEFAULT_GRID, AuditSampling, perturbation_study, plot_audit, run_audit
     from gc2po.audit.signals import SIGNAL_CAPTION, signal_markdown, signal_table
     from gc2po.data.jsonl import read_jsonl
     from gc2po.training.run_config import build_args, load_run_config
 
     args = build_args(load_run_config(ns.run_config))
-    config = AuditConfig.from_trainer(
-        args, k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens, study_draws=ns.study_draws
+    sampling = AuditSampling(
+        k=ns.k, seed=ns.seed, max_new_tokens=ns.max_new_tokens, study_draws=ns.study_draws
     )
     frame, summary, episodes = run_audit(
         ns.model,
         read_jsonl(ns.data),
-        config,
+        args,
+        sampling,
         grid=DEFAULT_GRID if ns.study else None,
         max_problems=ns.problems,
     )

@@ -6,7 +6,7 @@ audits the per-episode signals the corrected GC2PO can train on (within problems
 ``figure`` draws them."""
 
 from gc2po.audit.figure import plot_audit
-from gc2po.audit.scoring import DEFAULT_GRID, AuditConfig, AuditResult, run_audit, score_rows
+from gc2po.audit.scoring import DEFAULT_GRID, AuditResult, AuditSampling, run_audit, score_rows
 from gc2po.audit.signals import episode_frame, signal_audit
 from gc2po.audit.stats import (
     partial_correlation,
@@ -19,8 +19,8 @@ from gc2po.audit.stats import (
 
 __all__ = [
     "DEFAULT_GRID",
-    "AuditConfig",
     "AuditResult",
+    "AuditSampling",
     "episode_frame",
     "partial_correlation",
     "pearson",

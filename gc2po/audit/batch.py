@@ -74,9 +74,11 @@ class AuditBatch:
         return torch.arange(len(self.completion_ids))
 
 
-def prepare(model, tokenizer, prompt_texts, generations, config) -> AuditBatch:
-    """The :class:`AuditBatch` of ``generations`` (k per prompt, prompt by prompt)."""
-    if [g.prompt_index for g in generations] != [i // config.k for i in range(len(generations))]:
+def prepare(model, tokenizer, prompt_texts, generations, args, sampling) -> AuditBatch:
+    """The :class:`AuditBatch` of ``generations`` (``sampling.k`` per prompt, prompt by prompt),
+    segmented as the run (``args``, its ``GC2POConfig``) segments them."""
+    k = sampling.k
+    if [g.prompt_index for g in generations] != [i // k for i in range(len(generations))]:
         raise ValueError("audit: completions must come prompt by prompt, k per prompt")
     # a finished completion ends with EOS in training (TRL keeps it in the completion mask), so
     # it does here: every cf_state choice then reads the state training reads
@@ -95,23 +97,24 @@ def prepare(model, tokenizer, prompt_texts, generations, config) -> AuditBatch:
         mask,
         logps,
         states,
-        segment_completions(tokenizer, ids, mask, config.max_episodes),
+        segment_completions(tokenizer, ids, mask, args.max_episodes),
         set(tokenizer.all_special_ids),
         (head.weight.detach(), getattr(head, "bias", None)),
-        config.k,
+        k,
     )
 
 
-def cf_at(batch: AuditBatch, config, choice: str, spec, seed: int):
-    """R_cf at the states ``choice`` picks, through the trainer's functions (``state_table``,
+def cf_at(batch: AuditBatch, args, choice: str, spec, seed: int):
+    """R_cf with the run's settings (``args.counterfactual_params()``, perturbed by ``spec``) at
+    the states ``choice`` picks, through the trainer's functions (``state_table``,
     ``episode_counterfactuals``): (per-episode result, its [N, Lmax] table, per-completion
     mean)."""
     table = state_table(batch.episodes, batch.ids, choice, batch.special)
     rows, slots, positions, num_slots = flatten(table)
     found = EpisodeStates(rows, slots, positions, num_slots, batch.states[rows, positions])
-    params = dataclasses.replace(config.counterfactual, perturbation=spec)
+    params = dataclasses.replace(args.counterfactual_params(), perturbation=spec)
     result, _ = episode_counterfactuals(
-        found, batch.rows, config.k, params, batch.lm_head,
+        found, batch.rows, batch.k, params, batch.lm_head,
         generator=torch.Generator().manual_seed(seed),
     )  # fmt: skip
     count = len(batch.completion_ids)

@@ -4,14 +4,15 @@ R_out, GC2PO's S_sta, S_exp, R_cf (means over the trajectory's episodes, read at
 ``cf_state`` through the trainer's ``state_table``), the paper-form trajectory score r~ and its
 group advantage A^; R_cf at every ``cf_state`` choice and for a grid of perturbations.
 
-R_cf and the score are computed with one run's own settings (``AuditConfig.from_trainer`` with
-its resolved ``GC2POConfig``): nothing here restates a default.
+R_cf and the score are computed with one run's own settings, read from its resolved
+``GC2POConfig`` (``args``); only what the audit samples is its own (:class:`AuditSampling`):
+nothing here restates a default or re-checks a run setting.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 import torch
@@ -20,10 +21,12 @@ from gc2po.audit.batch import AuditBatch, cf_at, prepare
 from gc2po.audit.signals import episode_frame, signal_audit
 from gc2po.audit.stats import summarise
 from gc2po.core.advantages import trajectory_token_rewards
-from gc2po.core.counterfactual import CounterfactualParams
 from gc2po.core.groups import grpo_advantage
 from gc2po.testbed.oracle import grade
 from gc2po.training.episode_states import STATE_CHOICES
+
+if TYPE_CHECKING:
+    from gc2po.training.config import GC2POConfig
 
 DEFAULT_GRID = (
     [[{"name": "dropout", "p": p}] for p in (0.05, 0.1, 0.2, 0.4)]
@@ -34,50 +37,23 @@ DEFAULT_GRID = (
 
 
 @dataclass(frozen=True)
-class AuditConfig:
-    """What an audit samples (k completions per problem at the run's temperature) and the run
-    settings it scores with: R_cf's (``counterfactual``), the paper form's ``lambda_cf`` and
-    ``trunc_frac``, and the token each episode is read at (``cf_state``)."""
+class AuditSampling:
+    """What an audit samples and grades (k completions per problem at the run's temperature);
+    the run's own settings (R_cf's, ``lambda_cf``, ``trunc_frac``, ``cf_state``,
+    ``max_episodes``) are read from its resolved ``GC2POConfig``, never copied here."""
 
-    counterfactual: CounterfactualParams
-    lambda_cf: float
-    trunc_frac: float
-    cf_state: str
     k: int = 8  # completions per problem
     top_p: float = 1.0
     max_new_tokens: int = 96
     seed: int = 0
     p_threshold: float = 0.5
     study_draws: int = 5  # independent noise draws per perturbation setting of the study
-    max_episodes: int = 32  # the run's: episodes past it merge into the last one
     # the noisy oracle's levels the signal audit checks (it must measure each rho as set)
     signal_rhos: tuple[float, ...] = (0.07, 0.15, 0.3, 0.6, 1.0)
-
-    @classmethod
-    def from_trainer(cls, args, **sampling) -> AuditConfig:
-        """The audit of a run's settings (``args``: its resolved ``GC2POConfig``);
-        ``sampling``: k, top_p, max_new_tokens, seed, p_threshold, study_draws, signal_rhos."""
-        return cls(
-            args.counterfactual_params(),
-            args.lambda_cf,
-            args.trunc_frac,
-            args.cf_state,
-            max_episodes=args.max_episodes,
-            **sampling,
-        )
-
-    @property
-    def temperature(self) -> float:
-        """Completions are sampled at the temperature R_cf's q(.|u) uses: the run's."""
-        return self.counterfactual.temperature
 
     def __post_init__(self):
         if not (isinstance(self.study_draws, int) and self.study_draws >= 1):
             raise ValueError(f"audit study_draws must be an integer >= 1, got {self.study_draws!r}")
-        if self.cf_state not in STATE_CHOICES:
-            raise ValueError(
-                f"audit cf_state must be one of {list(STATE_CHOICES)}, got {self.cf_state!r}"
-            )
 
 
 def spec_name(spec: list[dict]) -> str:
@@ -95,25 +71,31 @@ def score_rows(
     problems,
     prompt_texts,
     generations,
-    config: AuditConfig,
+    args: GC2POConfig,
+    sampling: AuditSampling,
     grid: list[list[dict]] | None = None,
 ) -> pd.DataFrame:
     """One row per completion with the oracle's f, p, group and every reward (and, for each
-    perturbation of ``grid``, that variant's R_cf)."""
-    batch = prepare(model, tokenizer, prompt_texts, generations, config)
-    return completion_frame(batch, problems, generations, config, grid)
+    perturbation of ``grid``, that variant's R_cf), scored with the run's settings ``args``."""
+    batch = prepare(model, tokenizer, prompt_texts, generations, args, sampling)
+    return completion_frame(batch, problems, generations, args, sampling, grid)
 
 
 def completion_frame(
-    batch: AuditBatch, problems, generations, config: AuditConfig, grid=None
+    batch: AuditBatch,
+    problems,
+    generations,
+    args: GC2POConfig,
+    sampling: AuditSampling,
+    grid=None,
 ) -> pd.DataFrame:
     """:func:`score_rows` of a prepared batch."""
-    perturbation = config.counterfactual.perturbation
-    _, r_cf_table, r_cf_mean, parts = cf_at(
-        batch, config, config.cf_state, perturbation, config.seed
-    )
+    perturbation = args.counterfactual_params().perturbation
+    seed = sampling.seed
+    _, r_cf_table, r_cf_mean, parts = cf_at(batch, args, args.cf_state, perturbation, seed)
     oracle = [
-        grade(problems[g.prompt_index], g.text, p_threshold=config.p_threshold) for g in generations
+        grade(problems[g.prompt_index], g.text, p_threshold=sampling.p_threshold)
+        for g in generations
     ]
     r_out = torch.tensor([float(o.f) for o in oracle])
     _, traj = trajectory_token_rewards(
@@ -122,8 +104,8 @@ def completion_frame(
         r_cf_table,
         batch.logps,
         batch.mask,
-        lambda_cf=config.lambda_cf,
-        trunc_frac=config.trunc_frac,
+        lambda_cf=args.lambda_cf,
+        trunc_frac=args.trunc_frac,
     )
     frame = pd.DataFrame(
         {
@@ -145,14 +127,13 @@ def completion_frame(
     frame["gc2po_advantage"] = _group_normalise(frame, "gc2po_score")
     frame["grpo_advantage"] = _group_normalise(frame, "r_out")
     for choice in STATE_CHOICES:  # one noise seed for every choice: they differ by the state only
-        frame[f"r_cf@{choice}"] = cf_at(batch, config, choice, perturbation, config.seed)[
-            2
-        ].tolist()
+        frame[f"r_cf@{choice}"] = cf_at(batch, args, choice, perturbation, seed)[2].tolist()
+    draws = sampling.study_draws
     for index, spec in enumerate(grid or []):  # every (setting, draw) has its own noise seed
-        for draw in range(config.study_draws):
-            seed = config.seed + 1 + index * config.study_draws + draw
+        for draw in range(draws):
             column = f"r_cf[{spec_name(spec)}]#{draw}"
-            frame[column] = cf_at(batch, config, config.cf_state, spec, seed)[2].tolist()
+            draw_seed = seed + 1 + index * draws + draw
+            frame[column] = cf_at(batch, args, args.cf_state, spec, draw_seed)[2].tolist()
     return frame
 
 
@@ -177,13 +158,15 @@ class AuditResult(NamedTuple):
 def run_audit(
     model_path: str,
     records: list[dict],
-    config: AuditConfig,
+    args: GC2POConfig,
+    sampling: AuditSampling,
     *,
     grid: list[list[dict]] | None = None,
     max_problems: int | None = None,
     batch_size: int = 64,
 ) -> AuditResult:
-    """Sample ``config.k`` completions per testbed problem, score and summarise them."""
+    """Sample ``sampling.k`` completions per testbed problem at the run's temperature, score
+    them with the run's settings ``args`` (its resolved ``GC2POConfig``) and summarise them."""
     from gc2po.evaluation.backends import SamplingConfig, TransformersBackend, render_prompts
     from gc2po.testbed.generator import Problem
     from gc2po.testbed.warmstart import prompt_messages
@@ -191,17 +174,19 @@ def run_audit(
     problems = [Problem.from_record(r) for r in records[:max_problems]]
     backend = TransformersBackend.from_pretrained(model_path, batch_size=batch_size)
     messages = [prompt_messages(p) for p in problems]
-    sampling = SamplingConfig(
-        n=config.k,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        max_new_tokens=config.max_new_tokens,
-        seed=config.seed,
+    generations = backend.generate(
+        messages,
+        SamplingConfig(
+            n=sampling.k,
+            temperature=args.temperature,  # the one R_cf's q(.|u) uses
+            top_p=sampling.top_p,
+            max_new_tokens=sampling.max_new_tokens,
+            seed=sampling.seed,
+        ),
     )
-    generations = backend.generate(messages, sampling)
     prompt_texts = render_prompts(backend.tokenizer, messages)
     model, tokenizer = backend.model, backend.tokenizer
-    batch = prepare(model, tokenizer, prompt_texts, generations, config)
-    frame = completion_frame(batch, problems, generations, config, grid)
-    episodes = episode_frame(batch, problems, generations, config, model, tokenizer, cf_at)
+    batch = prepare(model, tokenizer, prompt_texts, generations, args, sampling)
+    frame = completion_frame(batch, problems, generations, args, sampling, grid)
+    episodes = episode_frame(batch, problems, generations, args, sampling, model, tokenizer, cf_at)
     return AuditResult(frame, {**summarise(frame), "signals": signal_audit(episodes)}, episodes)

@@ -41,14 +41,17 @@ def oracle_column(rho: float) -> str:
     return f"oracle(rho={rho})"
 
 
-def episode_frame(batch, problems, generations, config, model, tokenizer, cf_at) -> pd.DataFrame:
+def episode_frame(
+    batch, problems, generations, args, sampling, model, tokenizer, cf_at
+) -> pd.DataFrame:
     """One row per (completion, episode) of a prepared audit batch
-    (``gc2po.audit.scoring.AuditBatch``): its problem, f and validity by the oracle, and every
+    (``gc2po.audit.batch.AuditBatch``): its problem, f and validity by the oracle, and every
     signal, computed by the trainer's functions (``gc2po.training.signals``; ``cf_at`` is
-    ``gc2po.audit.scoring.cf_at``)."""
+    ``gc2po.audit.batch.cf_at``) with the run's settings ``args`` (its ``GC2POConfig``) and the
+    audit's ``sampling`` (``gc2po.audit.scoring.AuditSampling``)."""
     episodes = batch.episodes
     row_problems = [problems[g.prompt_index] for g in generations]
-    validity, f = oracle_validity(row_problems, episodes, config.max_episodes)
+    validity, f = oracle_validity(row_problems, episodes, args.max_episodes)
     present = present_episodes(episodes, validity.shape[1])
     rows, slots = present.nonzero(as_tuple=True)
     columns = {
@@ -59,9 +62,9 @@ def episode_frame(batch, problems, generations, config, model, tokenizer, cf_at)
         "f": f[rows].tolist(),
         "valid": validity[rows, slots].tolist(),
     }
-    perturbation = config.counterfactual.perturbation
+    perturbation = args.counterfactual_params().perturbation
     for choice in STATE_CHOICES:  # the noise seed of the completion audit's columns
-        table = cf_at(batch, config, choice, perturbation, config.seed)[1]  # [N, its Lmax]
+        table = cf_at(batch, args, choice, perturbation, sampling.seed)[1]  # [N, its Lmax]
         # as in training, an episode without a state (no token of its own) holds R_cf 0
         wide = torch.zeros(present.shape, dtype=table.dtype)
         wide[:, : table.shape[1]] = table[:, : present.shape[1]]
@@ -70,15 +73,15 @@ def episode_frame(batch, problems, generations, config, model, tokenizer, cf_at)
         answer_token_logps,
         model,
         pad_id=tokenizer.pad_token_id,
-        temperature=config.temperature,
+        temperature=args.temperature,
         batch_size=64,
     )
     table = answer_dependence(logps_of, batch.prompt_ids, batch.completion_ids, episodes)
     columns["answer_dependence"] = table[rows, slots].tolist()
-    for index, rho in enumerate(config.signal_rhos):
-        seed = config.seed + 7919 * (index + 1)  # one noise draw per level
+    for index, rho in enumerate(sampling.signal_rhos):
+        seed = sampling.seed + 7919 * (index + 1)  # one noise draw per level
         table = noisy_oracle(
-            validity, present, f, batch.rows, config.k, rho, seed, config.max_episodes
+            validity, present, f, batch.rows, sampling.k, rho, seed, args.max_episodes
         )
         columns[oracle_column(rho)] = table[rows, slots].tolist()
     return pd.DataFrame(columns)

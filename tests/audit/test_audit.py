@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from gc2po.audit import (
-    AuditConfig,
+    AuditSampling,
     partial_correlation,
     pearson,
     perturbation_study,
@@ -17,16 +17,21 @@ from gc2po.audit import (
     state_choice_study,
     summarise,
 )
-from gc2po.core.counterfactual import CounterfactualParams
 from gc2po.evaluation.backends import Generation
 from gc2po.testbed.generator import Problem, solution_text
 from gc2po.training.episode_states import STATE_CHOICES
 
 
-def audit_config(**sampling) -> AuditConfig:
-    """The paper's R_cf settings at the episode ends, M = 2, top-8 answer space."""
-    params = CounterfactualParams(
-        perturbation=[{"name": "dropout", "p": 0.1}, {"name": "gaussian", "sigma": 0.1}],
+def run_args(**settings):
+    """A resolved ``GC2POConfig`` with the paper's R_cf settings at the episode ends, M = 2,
+    top-8 answer space (``settings`` override them)."""
+    from gc2po.training.config import GC2POConfig
+
+    paper = dict(
+        method="gc2po",
+        perturbation="dropout,gaussian",
+        perturbation_p=0.1,
+        perturbation_sigma=0.1,
         num_perturbations=2,
         cf_tau=0.1,
         lambda_exp=0.9,
@@ -34,8 +39,11 @@ def audit_config(**sampling) -> AuditConfig:
         cf_eps_u=1e-6,
         answer_space="topk",
         answer_topk=8,
+        lambda_cf=0.8,
+        trunc_frac=0.05,
+        cf_state="episode_end",
     )
-    return AuditConfig(params, lambda_cf=0.8, trunc_frac=0.05, cf_state="episode_end", **sampling)
+    return GC2POConfig(output_dir="unused", use_cpu=True, report_to="none", **{**paper, **settings})
 
 
 # f and p of four completions, one per group
@@ -160,7 +168,8 @@ def test_score_rows_on_handwritten_completions(tiny_model_dir):
         [problem],
         ["<|user|>q\n<|assistant|>"],
         generations,
-        audit_config(study_draws=2),
+        run_args(),
+        AuditSampling(study_draws=2),
         grid=[[{"name": "dropout", "p": 0.5}]],
     )
     assert frame.group.tolist() == ["near_ideal", "near_miss", "lucky_guess", "fully_bad"]
@@ -194,28 +203,38 @@ def test_score_rows_on_handwritten_completions(tiny_model_dir):
 
 def test_study_draws_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="study_draws must be an integer >= 1, got 0"):
-        audit_config(study_draws=0)
+        AuditSampling(study_draws=0)
 
 
-def test_the_audit_scores_with_the_run_settings_it_is_given():
-    from gc2po.training.config import GC2POConfig
+@pytest.mark.slow
+def test_the_audit_scores_with_the_run_settings_it_is_given(tiny_model_dir):
+    """The audit reads the run's own GC2POConfig (here gc2po_add's cf_state "result", a group_mix
+    perturbation, M = 3): its R_cf is the trainer's at those settings, not a copy's."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    args = GC2POConfig(
-        output_dir="unused",
+    from gc2po.audit.batch import cf_at, prepare
+
+    args = run_args(
         method="gc2po_add",
-        use_cpu=True,
-        report_to="none",
+        cf_state=None,
         perturbation="group_mix",
         perturbation_alpha=0.6,
         num_perturbations=3,
         lambda_cf=0.5,
         answer_topk=16,
     )
-    config = AuditConfig.from_trainer(args, k=4, seed=3)
-    assert config.counterfactual == args.counterfactual_params()
-    assert config.counterfactual.perturbation == [{"name": "group_mix", "alpha": 0.6}]
-    assert (config.cf_state, config.lambda_cf, config.k, config.seed) == ("result", 0.5, 4, 3)
-    assert config.temperature == args.temperature
+    assert args.cf_state == "result"  # the method's, resolved by GC2POConfig
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    problem, _, generations = handwritten_generations(tokenizer)
+    sampling = AuditSampling(k=4, seed=3)
+    prompts = ["<|user|>q\n<|assistant|>"]
+    frame = score_rows(model, tokenizer, [problem], prompts, generations, args, sampling)
+    batch = prepare(model, tokenizer, prompts, generations, args, sampling)
+    perturbation = [{"name": "group_mix", "alpha": 0.6}]
+    assert args.counterfactual_params().perturbation == perturbation
+    assert frame.r_cf.tolist() == cf_at(batch, args, "result", perturbation, 3)[2].tolist()
+    assert frame.r_cf.tolist() == frame["r_cf@result"].tolist()
 
 
 def test_state_choice_study_reports_each_choice_with_a_problem_bootstrap_ci():

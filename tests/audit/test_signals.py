@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+from gc2po.audit import AuditSampling
 from gc2po.audit.signals import (
     SIGNAL_CAPTION,
     episode_frame,
@@ -20,7 +21,7 @@ from gc2po.audit.signals import (
 )
 from gc2po.testbed.oracle import grade
 from gc2po.training.signals import noisy_oracle
-from tests.audit.test_audit import audit_config, handwritten_generations
+from tests.audit.test_audit import handwritten_generations, run_args
 
 
 def test_within_problem_correlation_given_f_by_hand():
@@ -106,9 +107,9 @@ def test_the_episode_frame_of_real_completions(tiny_model_dir):
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     problem, texts, generations = handwritten_generations(tokenizer)
-    config = audit_config(k=4, signal_rhos=(0.3, 1.0))
-    batch = prepare(model, tokenizer, ["<|user|>q\n<|assistant|>"], generations, config)
-    frame = episode_frame(batch, [problem], generations, config, model, tokenizer, cf_at)
+    args, sampling = run_args(), AuditSampling(k=4, signal_rhos=(0.3, 1.0))
+    batch = prepare(model, tokenizer, ["<|user|>q\n<|assistant|>"], generations, args, sampling)
+    frame = episode_frame(batch, [problem], generations, args, sampling, model, tokenizer, cf_at)
     # 2 + 2 + 2 episodes and one fallback piece; validity by the oracle, episode by episode
     assert frame.sample_index.tolist() == [0, 0, 1, 1, 2, 2, 3]
     assert frame.episode.tolist() == [0, 1, 0, 1, 0, 1, 0]
@@ -120,5 +121,6 @@ def test_the_episode_frame_of_real_completions(tiny_model_dir):
     assert frame.answer_dependence.abs().sum() > 0
     # R_cf per episode averages to the completion audit's R_cf per completion
     per_completion = frame.groupby("sample_index")["r_cf@episode_end"].mean()
-    expected = cf_at(batch, config, "episode_end", config.counterfactual.perturbation, 0)[2]
+    perturbation = args.counterfactual_params().perturbation
+    expected = cf_at(batch, args, "episode_end", perturbation, 0)[2]
     assert per_completion.tolist() == pytest.approx(expected.tolist(), abs=1e-6)

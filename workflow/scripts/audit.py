@@ -9,7 +9,7 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from _common import logged  # noqa: E402
 
-from gc2po.audit import DEFAULT_GRID, AuditConfig, perturbation_study, run_audit  # noqa: E402
+from gc2po.audit import DEFAULT_GRID, AuditSampling, perturbation_study, run_audit  # noqa: E402
 from gc2po.data.jsonl import read_jsonl  # noqa: E402
 from gc2po.training.run_config import build_args, load_run_config  # noqa: E402
 
@@ -18,8 +18,7 @@ a = sm.params.audit
 with logged(sm) as log:
     torch.set_num_threads(sm.threads)
     run = build_args(load_run_config(sm.input.settings))  # the reward run's resolved settings
-    config = AuditConfig.from_trainer(
-        run,
+    sampling = AuditSampling(
         k=a.get("k", 8),
         seed=int(sm.wildcards.seed),
         max_new_tokens=a.get("max_new_tokens", 96),
@@ -35,7 +34,8 @@ with logged(sm) as log:
     frame, summary, episodes = run_audit(
         sm.params.model,
         read_jsonl(sm.input.data),
-        config,
+        run,
+        sampling,
         grid=DEFAULT_GRID if sm.params.study else None,
         max_problems=a.get("problems"),
     )
