@@ -128,6 +128,12 @@ class RunDir(_Layout):
         return int(found[1]) if found else None
 
 
+def is_error(record: dict) -> bool:
+    """A per-sample record of an evaluation file whose grading failed: no grade, neither right
+    nor wrong (``gc2po.evaluation.grading_errors`` writes such records)."""
+    return record.get("status") == "error"
+
+
 @dataclass(frozen=True)
 class EvalFile(_Layout):
     """Per-sample evaluation records of one (base, model, seed) on one benchmark, below an

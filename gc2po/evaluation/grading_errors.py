@@ -8,6 +8,8 @@ errors than its budget (``evaluate.max_grader_errors``, default 0) fails naming 
 
 from __future__ import annotations
 
+from gc2po.layout import is_error
+
 ERROR_KINDS = {
     "unavailable": "no sandbox can run code on this machine and the weaker mode was not asked for",
     "cgroup": "the sample's cgroup could not be made or entered",
@@ -16,11 +18,6 @@ ERROR_KINDS = {
     "cleanup": "processes of the sample outlived it",
     "grader": "the grader itself failed (pipes, processes)",
 }
-
-
-def is_error(grade: dict) -> bool:
-    """A per-sample record whose grading failed: no grade (see :func:`error_fields`)."""
-    return grade.get("status") == "error"
 
 
 class GraderError(RuntimeError):
@@ -38,7 +35,8 @@ class GraderErrorBudgetExceeded(RuntimeError):
 
 
 def error_fields(error: GraderError) -> dict:
-    """The fields of a per-sample record whose grading failed (``correct`` is null: no grade)."""
+    """The fields of a per-sample record whose grading failed (``correct`` is null: no grade;
+    ``gc2po.layout.is_error`` tells such a record)."""
     return {"correct": None, "status": "error", "error_kind": error.kind, "reason": error.reason}
 
 

@@ -20,7 +20,8 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]  # gc2po/
 # Our graders' source files per task: their hash is "our grader's version".
 GRADER_SOURCES = {
     TESTBED: ("testbed/oracle.py", "core/segment.py"),
-    BENCHMARK: ("evaluation/graders.py", "evaluation/sandbox.py", "data/benchmarks.py"),
+    # a folder: each of its modules, in name order (the sandbox decides code verdicts)
+    BENCHMARK: ("evaluation/graders.py", "evaluation/sandbox", "data/benchmarks.py"),
 }
 GRADER_NAMES = {
     "testbed": "testbed oracle",
@@ -92,7 +93,9 @@ def package_version(name: str) -> str | None:
 def grader_source_hash(task: str) -> str:
     digest = hashlib.sha256()
     for relative in GRADER_SOURCES[task]:
-        digest.update((PACKAGE_DIR / relative).read_bytes())
+        path = PACKAGE_DIR / relative
+        for source in sorted(path.glob("*.py")) if path.is_dir() else [path]:
+            digest.update(source.read_bytes())
     return digest.hexdigest()[:12]
 
 

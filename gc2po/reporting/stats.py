@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gc2po.evaluation.grading_errors import is_error
+from gc2po.layout import is_error
 
 EXACT_SIGN_FLIPS_UP_TO = 16  # seeds; above this the sign-flip test samples random flips
 

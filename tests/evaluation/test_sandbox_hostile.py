@@ -445,6 +445,7 @@ def grade_as_an_ordinary_user(grader: str, payload) -> dict:
         source = CHECKOUT / "gc2po"
         for module in [
             source / "__init__.py",
+            source / "layout.py",
             source / "evaluation" / "__init__.py",
             source / "evaluation" / "code_extraction.py",
             source / "evaluation" / "grading_errors.py",
