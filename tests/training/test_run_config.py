@@ -4,6 +4,7 @@ the same config from a complete checkpoint."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -122,3 +123,61 @@ def test_resume_continues_only_the_same_config_from_a_complete_checkpoint(run_fi
         is None
     )
     assert not list(out.glob("checkpoint-*")) and "starting over" in logs[0]
+
+
+@pytest.mark.slow
+def test_a_training_job_builds_its_config_once_and_checks_each_setting_once(
+    tiny_model_dir, testbed_train_file, tmp_path, monkeypatch
+):
+    """One job, start to end (``gc2po.training.train.train``, one step): one ``GC2POConfig``,
+    the method's own settings parsed once, the core parameters' ranges checked once, and the
+    method reads the settings object the config holds (nothing written back)."""
+    from gc2po.methods import METHODS
+    from gc2po.training import config_checks
+    from gc2po.training.config import GC2POConfig
+    from gc2po.training.train import train
+    from tests.training.conftest import run_config
+
+    calls = {"config": 0, "settings": 0, "ranges": 0}
+    built, seen = [], []
+
+    def counted(name, function, keep=None):
+        def wrapped(*args, **kwargs):
+            calls[name] += 1
+            if keep is not None:
+                keep.append(args[0])
+            return function(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(
+        GC2POConfig, "__post_init__", counted("config", GC2POConfig.__post_init__, built)
+    )
+    method = METHODS["length_penalty"]
+    monkeypatch.setattr(
+        type(method), "parse_settings", counted("settings", type(method).parse_settings)
+    )
+    monkeypatch.setattr(
+        config_checks, "check_params", counted("ranges", config_checks.check_params)
+    )
+    original = method.advantages
+
+    def advantages(batch, config):
+        seen.append(config)
+        return original(batch, config)
+
+    monkeypatch.setitem(
+        METHODS._entries, "length_penalty", dataclasses.replace(method, advantages=advantages)
+    )
+    run = run_config(
+        tiny_model_dir,
+        testbed_train_file,
+        tmp_path / "run",
+        "length_penalty",
+        max_steps=1,
+        method_args={"alpha": 0.25},
+    )
+    train(run, log=lambda *a: None)
+    assert calls == {"config": 1, "settings": 1, "ranges": 1}
+    assert seen and all(config is built[0] for config in seen)
+    assert built[0].method_settings.alpha == 0.25
