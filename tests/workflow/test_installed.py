@@ -38,10 +38,16 @@ def _copy_checkout(dest: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.system("git")  # lists the checkout's files
 def test_the_ci_miniature_runs_from_a_non_editable_install(tmp_path):
     source, venv, work = tmp_path / "src", tmp_path / "venv", tmp_path / "wf"
     _copy_checkout(source)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+    )
+    # no pip of its own: ensurepip would bring an older setuptools (no bdist_wheel) that shadows
+    # the system's; the system pip installs into the running (venv) interpreter
     python = venv / "bin" / "python"
     install = subprocess.run(
         [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(source)],
