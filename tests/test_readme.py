@@ -8,7 +8,7 @@ repository paths and ``gc2po.*`` names in it are checked, and a leading call's n
 - a repository path (``benchmarks/seed_power.py``, ``config/``, ``workflow/rules/{a,b}.smk``):
   exists; the part before a placeholder (``<name>``, ``*``) must exist as a folder;
 - a config key (``audit.reward_run``, ``evaluate.learning_curve: {...}``, ``trainer.bf16``):
-  its path through ``workflow/schemas/config.schema.yaml`` (``trainer.<field>``: a field of
+  its path through ``gc2po/workflow/config.schema.yaml`` (``trainer.<field>``: a field of
   ``gc2po/training/config_fields.json``);
 - a file name (``run.yaml``): a file of the repository, or a name the code writes (a string);
 - an identifier with ``_`` or a call ``(...)``, a CamelCase name, an ``ALL_CAPS`` name, and every
@@ -175,7 +175,7 @@ def vocabulary() -> frozenset[str]:
 
 @functools.cache
 def schema() -> dict:
-    return yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    return yaml.safe_load((ROOT / "gc2po/workflow/config.schema.yaml").read_text())
 
 
 @functools.cache

@@ -1,5 +1,7 @@
 """The workflow config checked once, before any job: its schema, every training job's resolved
-``GC2POConfig`` and launcher (``gc2po.workflow.plan.validate``), and the runs' display names.
+``GC2POConfig`` and launcher (``gc2po.workflow.plan.validate``), what the rules wire beyond the
+jobs (``gc2po.workflow.report_plan.check``), and the runs' display names and the methods' roles
+and sweeps (``gc2po.workflow.method_facts``), which the rules read.
 
 Checking builds a ``GC2POConfig`` per distinct job, which imports TRL and torch: seconds. The
 result is a pure function of the config, the schema, this package's source and the library
@@ -15,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 import gc2po
+from gc2po.workflow.config_schema import SCHEMA
 
 CACHE_FILE = Path(".snakemake") / "gc2po" / "config_check.json"
 LIBRARIES = ("torch", "transformers", "trl", "accelerate", "jsonschema")
@@ -39,26 +42,37 @@ def check_key(config: dict, schema: Path) -> str:
     return digest.hexdigest()
 
 
-def checked_display_names(
-    config: dict, files: list[str] | None, schema: Path, cache: Path = CACHE_FILE
-) -> dict[str, str]:
-    """Check ``config`` (ValueError naming the key when it is bad) and return run label ->
-    display name; an unchanged config, schema, package and libraries reuse the last result."""
-    from gc2po.workflow import plan
+def checked(
+    config: dict, files: list[str] | None, schema: Path = SCHEMA, cache: Path = CACHE_FILE
+) -> dict:
+    """Check ``config`` (ValueError naming the key when it is bad) and return
+    ``{"display_names": run label -> display name, "methods": method_facts()}``; an unchanged
+    config, schema, package and libraries reuse the last result."""
+    from gc2po.workflow import plan, report_plan
     from gc2po.workflow.config_schema import check_schema
+    from gc2po.workflow.method_facts import method_facts
 
     key = check_key(config, schema)
     try:
         stored = json.loads(cache.read_text())
-        if stored.get("key") == key:
-            return stored["display_names"]
+        if stored.get("key") == key and {"display_names", "methods"} <= set(stored):
+            return {"display_names": stored["display_names"], "methods": stored["methods"]}
     except (OSError, ValueError, AttributeError):
         pass  # no usable record: check
     check_schema(config, files, schema)
     plan.validate(config, where=f"config {config['name']!r}")
-    names = plan.display_names(config)
+    facts = method_facts()
+    report_plan.check(config, facts)
+    result = {"display_names": plan.display_names(config), "methods": facts}
     cache.parent.mkdir(parents=True, exist_ok=True)
     partial = cache.with_suffix(".tmp")
-    partial.write_text(json.dumps({"key": key, "display_names": names}, indent=1))
+    partial.write_text(json.dumps({"key": key, **result}, indent=1))
     partial.replace(cache)  # a concurrent reader sees the old record or the new one, whole
-    return names
+    return result
+
+
+def checked_display_names(
+    config: dict, files: list[str] | None, schema: Path = SCHEMA, cache: Path = CACHE_FILE
+) -> dict[str, str]:
+    """Run label -> display name of a checked config (``checked``)."""
+    return checked(config, files, schema, cache)["display_names"]

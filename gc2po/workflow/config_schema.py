@@ -1,4 +1,5 @@
-"""The workflow config against ``workflow/schemas/config.schema.yaml``, refused in one line.
+"""The workflow config against its schema (``config.schema.yaml``, package data beside this
+module), refused in one line.
 
 Snakemake's own ``validate`` prints the whole schema (hundreds of lines) under a one-line
 reason; ``check_schema`` raises a ValueError that names the key and the fix instead. The
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import yaml
 
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = Path(__file__).with_name("config.schema.yaml")  # package data: ships with the package
 DEFAULT_FILE = "config/config.yaml"  # the embedded default, as the Snakefile names it
-DEFAULT_PATH = SCHEMA.parents[2] / DEFAULT_FILE
+# relative to the working folder the workflow runs in (Snakemake's -d), never to the package
+DEFAULT_PATH = Path(DEFAULT_FILE)
 
 
 def _key(path) -> str:
@@ -123,7 +125,7 @@ def check_schema(config: dict, files: list[str] | None = None, schema: Path = SC
         return
     given = " ".join(_shown(f) for f in files) if files else DEFAULT_FILE
     missing = [k for k in validator.schema.get("required", []) if k not in config]
-    layered = any(Path(f).resolve() == DEFAULT_PATH for f in files or [DEFAULT_PATH])
+    layered = any(Path(f).resolve() == DEFAULT_PATH.resolve() for f in files or [DEFAULT_PATH])
     if missing and not layered:
         raise ValueError(
             f"{given}: a config given alone must be complete (missing: {', '.join(missing)}); "

@@ -21,19 +21,23 @@ import yaml
 
 from gc2po.errors import one_line
 from gc2po.layout import RunDir, resources_dir, results_dir
+from gc2po.workflow import method_facts as mf
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
-# a swept setting -> the methods it is swept for (one run per value and per method of
-# ``sweep_methods`` it applies to): the lambdas of both GC2PO forms, the corrected form's std
-# floor, and the oracle control's noise level rho (its dose-response, issue 31)
-SWEEP_KEYS = {
-    "lambda_exp": ("gc2po", "gc2po_add"),
-    "lambda_cf": ("gc2po", "gc2po_add"),
-    "cf_std_floor": ("gc2po_add",),
-    "cf_signal_rho": ("gc2po_add_oracle",),
-}
-SWEEP_METHODS = ("gc2po", "gc2po_add", "gc2po_add_oracle")  # the first: the default
+# the embedded default as the Snakefile names it: relative to the working folder the workflow runs
+# in, never to the package
+DEFAULT_CONFIG = Path("config/config.yaml")
 SETTING_NAMES = {"cf_signal_rho": "rho", "cf_std_floor": "std floor"}  # in display names
+
+
+def __getattr__(name: str):
+    """``SWEEP_KEYS`` (a swept setting -> the methods it is swept for: one run per value and per
+    method of ``sweep_methods`` it applies to) and ``SWEEP_METHODS`` (those with sweeps), derived
+    from the registry's ``Method.sweeps`` on first use (the registry imports torch)."""
+    if name == "SWEEP_KEYS":
+        return mf.sweep_keys(mf.method_facts())
+    if name == "SWEEP_METHODS":
+        return mf.sweep_methods(mf.method_facts())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def deep_update(base: dict, overlay: dict) -> dict:
@@ -131,9 +135,12 @@ def ablation_bases(config: dict) -> list[str]:
     return list(chosen)
 
 
-def runs(config: dict) -> dict[str, Run]:
+def runs(config: dict, facts: mf.Facts | None = None) -> dict[str, Run]:
     """Run label -> Run. ``method_seeds`` gives a method fewer seeds than ``seeds``
-    (costly ones)."""
+    (costly ones). ``facts``: the methods' roles and sweeps (``method_facts``; default: read
+    from the registry)."""
+    facts = facts or mf.method_facts()
+    sweep_keys, sweep_methods = mf.sweep_keys(facts), mf.sweep_methods(facts)
     every, ablation = tuple(base_models(config)), tuple(ablation_bases(config))
     method_seeds = config.get("method_seeds") or {}
 
@@ -143,19 +150,19 @@ def runs(config: dict) -> dict[str, Run]:
     out = {m: Run(m, m, {}, every, seeds(m)) for m in config["methods"]}
     for method in config.get("ablation_methods") or []:
         out.setdefault(method, Run(method, method, {}, ablation, seeds(method)))
-    swept = config.get("sweep_methods") or SWEEP_METHODS[:1]
+    swept = config.get("sweep_methods") or mf.default_sweep_methods(facts)
     for method in swept:
-        if method not in SWEEP_METHODS:
+        if method not in sweep_methods:
             raise ValueError(
-                f"sweep_methods: {method!r} has no sweep; valid: {list(SWEEP_METHODS)}"
+                f"sweep_methods: {method!r} has no sweep; valid: {list(sweep_methods)}"
             )
     for key, values in (config.get("sweeps") or {}).items():
-        if key not in SWEEP_KEYS:
-            raise ValueError(f"sweeps: unknown key {key!r}; valid: {list(SWEEP_KEYS)}")
-        methods = [m for m in swept if m in SWEEP_KEYS[key]]
+        if key not in sweep_keys:
+            raise ValueError(f"sweeps: unknown key {key!r}; valid: {list(sweep_keys)}")
+        methods = [m for m in swept if m in sweep_keys[key]]
         if values and not methods:
             raise ValueError(
-                f"sweeps.{key}: swept for {list(SWEEP_KEYS[key])}, none of which is in "
+                f"sweeps.{key}: swept for {list(sweep_keys[key])}, none of which is in "
                 f"sweep_methods {list(swept)}"
             )
         for method in methods:
@@ -199,12 +206,12 @@ def base_model_path(config: dict, base: str) -> str:
     return spec["path"] if spec["source"] == "hub" else f"{paths(config)[0]}/models/{base}"
 
 
-def training_jobs(config: dict) -> list[TrainingJob]:
+def training_jobs(config: dict, facts: mf.Facts | None = None) -> list[TrainingJob]:
     res, out = paths(config)
     train = config["train"]
     per_method = train.get("per_method") or {}
     jobs = []
-    for label, run in runs(config).items():
+    for label, run in runs(config, facts).items():
         trainer = {**(train.get("trainer") or {}), **per_method.get(run.method, {}), **run.trainer}
         for base in run.bases:
             for seed in run.seeds:

@@ -15,7 +15,7 @@ from gc2po.workflow import config_check
 from gc2po.workflow.plan import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA = ROOT / "gc2po" / "workflow" / "config.schema.yaml"
 
 
 def test_the_key_follows_the_config_the_schema_and_the_source(tmp_path, monkeypatch):

@@ -11,10 +11,8 @@ AUDIT_TABLES = [table_file(OUT, "signal_audit", ext) for ext in ("md", "csv")] i
 AUDIT_STEPS = AUDIT.get("checkpoint_steps", []) if AUDIT_MODELS else []
 # every model is scored with the R_cf settings of one run (its resolved GC2POConfig: the
 # perturbation, cf_state, lambdas), so the audits of base and trained models compare
-AUDIT_REWARD_RUN = AUDIT.get("reward_run") or next((r for r in ("gc2po_add", "gc2po") if r in RUNS), None)
-if AUDIT_MODELS and AUDIT_REWARD_RUN not in RUNS:
-    raise ValueError(f"audit.reward_run: {AUDIT_REWARD_RUN!r} is not a run of this config "
-                     "(the audit scores R_cf with a GC2PO run's settings)")
+# (audit.reward_run; default: the corrected method's run, else the paper's)
+AUDIT_REWARD_RUN = report_plan.audit_reward_run(config, RUNS, METHOD_FACTS)
 
 # the run.yaml whose R_cf settings score an audit on a base model: the reward run's first seed's
 # (every seed has the same settings)

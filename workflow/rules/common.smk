@@ -1,24 +1,26 @@
-# Config validation, the training jobs (gc2po.workflow.plan) and input functions shared by every stage.
+# Config validation, the training jobs (gc2po.workflow.plan), what the rules wire beyond them
+# (gc2po.workflow.report_plan) and input functions shared by every stage. Rules only wire: what
+# is decided from the config (and from the methods' roles) is decided in the package.
 import os
 import sys
-from pathlib import Path
 
 import gc2po.workflow.plan as plan
-from gc2po.workflow.config_check import checked_display_names
+import gc2po.workflow.report_plan as report_plan
+from gc2po.workflow.config_check import checked
 from gc2po.data.tasks import TESTBED as TESTBED_TASK
-from gc2po.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile,
-                                    EvalFile, RunDir, eval_root, figure_file, report_page,
-                                    table_file)
+from gc2po.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile, EvalFile,
+                          RunDir, eval_root, figure_file, report_page, table_file)
 
 try:  # the schema (one line naming the key, not snakemake.utils.validate's schema dump), then
-    # every training job's GC2POConfig and launcher, before any job runs (no model is loaded);
-    # memoised: an unchanged rerun skips it (gc2po.workflow.config_check)
-    RUN_NAMES = checked_display_names(config, workflow.overwrite_configfiles,
-                                      Path(workflow.source_path("../schemas/config.schema.yaml")))
+    # every training job's GC2POConfig and launcher and the report's keys, before any job runs
+    # (no model is loaded); memoised: an unchanged rerun skips it (gc2po.workflow.config_check)
+    CHECKED = checked(config, workflow.overwrite_configfiles)
 except ValueError as err:
     print(f"config error: {err}", file=sys.stderr)  # the whole message: no traceback to read past
     sys.exit(1)
 
+RUN_NAMES = CHECKED["display_names"]  # run label -> its name in tables and figures
+METHOD_FACTS = CHECKED["methods"]  # method -> its role and sweeps (gc2po.workflow.method_facts)
 NAME = config["name"]
 SEEDS = config["seeds"]
 RES, OUT = plan.paths(config)
@@ -28,9 +30,8 @@ GPU = config["evaluate"]["backend"] == "vllm"  # GPU-sized resources (paper scal
 BENCHMARKS = config["evaluate"]["benchmarks"]  # dataset keys evaluated
 BASE_MODELS = plan.base_models(config)
 DATASETS = config.get("datasets") or {}  # mode benchmark: dataset key -> loader spec
-RUNS = plan.runs(config)  # run label -> plan.Run (method, own settings, base models it runs on)
-# RUN_NAMES (above): run label -> its name in tables and figures
-JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config)}
+RUNS = plan.runs(config, METHOD_FACTS)  # run label -> plan.Run (method, own settings, base models it runs on)
+JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config, METHOD_FACTS)}
 LAUNCHER = config["train"].get("launcher")  # None: one process, no accelerate
 MODELS = ["base"] + list(RUNS)  # evaluated per base model: the base itself and every run trained on it
 # Rules that reach the internet (Hugging Face Hub, PyPI). The Snakefile makes them localrules:
@@ -135,62 +136,27 @@ def run_dir(job):
 RUN_PATTERN = RunDir("{base}", "{run}", "{seed}")  # a run of the {base}/{run}/{seed} wildcards
 
 
-TABLE1_BENCHMARKS = config["report"].get("table1_benchmarks") or BENCHMARKS
 # evaluate.greedy: every model is also evaluated with greedy decoding (rule evaluate_greedy)
 GREEDY = bool(config["evaluate"].get("greedy", False))
 # the benchmarks evaluated greedily (evaluate.greedy_benchmarks; default: every evaluated one)
-GREEDY_BENCHMARKS = config["evaluate"].get("greedy_benchmarks") or BENCHMARKS
-if set(GREEDY_BENCHMARKS) - set(BENCHMARKS):
-    raise ValueError(f"evaluate.greedy_benchmarks: {sorted(set(GREEDY_BENCHMARKS) - set(BENCHMARKS))} "
-                     "are not evaluated (evaluate.benchmarks)")
-TABLE_SPECS = {  # name -> (methods, benchmarks, title, base models[, greedy decoding])
-    "table1": (config["report"]["main_methods"], TABLE1_BENCHMARKS, "Pass@1 (%) per benchmark", list(BASE_MODELS)),
-    "generalization": (config["report"]["main_methods"], config["report"]["generalization_benchmarks"],
-                       "Generalisation: pass@1 (%) on out-of-distribution benchmarks", list(BASE_MODELS)),
-    "ablation": (config["report"]["ablation_methods"], TABLE1_BENCHMARKS, "Ablations of GC2PO: pass@1 (%)",
-                 plan.ablation_bases(config)),
-}
-if not config["report"]["ablation_methods"]:  # a config without ablations has no ablation table
-    del TABLE_SPECS["ablation"]
-if GREEDY:
-    TABLE_SPECS["table1_greedy"] = (config["report"]["main_methods"],
-                                    [b for b in TABLE1_BENCHMARKS if b in GREEDY_BENCHMARKS],
-                                    "Pass@1 (%) per benchmark, greedy decoding", list(BASE_MODELS),
-                                    True)
+GREEDY_BENCHMARKS = report_plan.greedy_benchmarks(config)
+TABLE_SPECS = report_plan.table_specs(config)  # name -> {methods, benchmarks, title, bases, greedy}
 
 
 def table_files(wildcards, suffix=""):
-    methods, benchmarks, _, bases, *greedy = TABLE_SPECS[wildcards.table]
-    return eval_files(["base"] + methods, benchmarks, bases=bases, suffix=suffix,
-                      greedy=any(greedy))
+    spec = TABLE_SPECS[wildcards.table]
+    return eval_files(["base"] + spec["methods"], spec["benchmarks"], bases=spec["bases"],
+                      suffix=suffix, greedy=spec["greedy"])
 
 
 # method-against-method tables (gc2po/reporting/comparison.py): "<a>_vs_<b>" -> (a, b)
-COMPARISONS = {f"{a}_vs_{b}": (a, b) for a, b in config["report"].get("comparisons", [])}
-for _label, _pair in COMPARISONS.items():
-    for _method in _pair:
-        if not any(_method in models_of(base) for base in BASE_MODELS):
-            raise ValueError(f"report.comparisons: {_method!r} ({_label}) is not a run of this config")
-
+COMPARISONS = report_plan.comparisons(config, RUNS)
 # accuracy along training (evaluate.learning_curve: {benchmarks, problems, runs}); off when absent
 LEARNING_CURVE = config["evaluate"].get("learning_curve")
-CURVE_FILES = {}  # (base, run) -> one CSV per seed
-if LEARNING_CURVE:
-    for _job in JOBS.values():
-        if _job.run in LEARNING_CURVE["runs"]:
-            CURVE_FILES.setdefault((_job.base, _job.run), []).append(
-                CurveFile(_job.base, _job.run, _job.seed).path(OUT))
-    _missing = sorted(set(LEARNING_CURVE["runs"]) - {run for _, run in CURVE_FILES})
-    if _missing:
-        raise ValueError(f"evaluate.learning_curve.runs: {_missing} are not runs of this config")
-
-# the length figure's runs (report.length_runs; default: GRPO, the paper's GC2PO and the corrected
-# one, those of them the config trains)
-LENGTH_RUNS = (config["report"].get("length_runs")
-               or [r for r in ("grpo", "gc2po", "gc2po_add") if r in RUNS])
-if set(LENGTH_RUNS) - set(RUNS):
-    raise ValueError(f"report.length_runs: {sorted(set(LENGTH_RUNS) - set(RUNS))} "
-                     "are not runs of this config")
+CURVE_FILES = report_plan.curve_files(config, JOBS.values(), OUT)  # (base, run) -> CSV per seed
+# the length figure's runs (report.length_runs; default: those of the reference, the paper's and
+# the corrected method the config trains)
+LENGTH_RUNS = report_plan.length_runs(config, RUNS, METHOD_FACTS)
 
 CHECKPOINTS = [run_dir(j).final(OUT) for j in JOBS.values()]
 TABLES = [table_file(OUT, table, ext)

@@ -24,7 +24,7 @@ rule figures:
         runs=RUNS,
         names=RUN_NAMES,
         benchmarks=BENCHMARKS,
-        sweep_methods=config.get("sweep_methods") or ["gc2po"],
+        sweep_methods=report_plan.figure_sweep_methods(config, METHOD_FACTS),
     log:
         f"logs/{NAME}/figures.log",
     conda:

@@ -14,7 +14,7 @@ rule table:
         html=report(table_file(OUT, "{table}", "html"), caption="../report/table.rst",
                     category="3 Evaluation", subcategory="Tables", labels={"table": "{table}"}),
     params:
-        spec=lambda wc: TABLE_SPECS[wc.table][:3],
+        spec=lambda wc: [TABLE_SPECS[wc.table][k] for k in ("methods", "benchmarks", "title")],
         names=RUN_NAMES,
     wildcard_constraints:
         table="|".join(TABLE_SPECS),

@@ -1,17 +1,15 @@
 """Reward audit of one model (and the perturbation study on the base model)."""
 
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from _common import logged  # noqa: E402
+import pandas as pd
+import torch
 
-from gc2po.audit import DEFAULT_GRID, AuditSampling, perturbation_study, run_audit  # noqa: E402
-from gc2po.data.jsonl import read_jsonl  # noqa: E402
-from gc2po.training.run_config import build_args, load_run_config  # noqa: E402
+from gc2po.audit import DEFAULT_GRID, AuditSampling, perturbation_study, run_audit
+from gc2po.data.jsonl import read_jsonl
+from gc2po.training.run_config import build_args, load_run_config
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 a = sm.params.audit

@@ -1,15 +1,12 @@
 """The reward-audit figure from every audited model's summary (panels under display names)."""
 
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.audit import plot_audit  # noqa: E402
-from gc2po.layout import CheckpointAuditDir, audit_of_summary  # noqa: E402
-from gc2po.reporting.names import method_name  # noqa: E402
+from gc2po.audit import plot_audit
+from gc2po.layout import CheckpointAuditDir, audit_of_summary
+from gc2po.reporting.names import method_name
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

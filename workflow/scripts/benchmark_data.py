@@ -2,13 +2,9 @@
 with ``decontaminate: true`` drops the questions that overlap an evaluation set of the config
 before its seeded subset is drawn; the manifest lists them."""
 
-import sys
-
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.data import load_benchmark, write_normalised  # noqa: E402
-from gc2po.data.decontamination import overlap_excluder, read_question_records  # noqa: E402
+from gc2po.data import load_benchmark, write_normalised
+from gc2po.data.decontamination import overlap_excluder, read_question_records
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 spec = sm.params.spec

@@ -1,12 +1,8 @@
 """One method against another (e.g. GC2PO - GRPO): paired differences with CIs and tests."""
 
-import sys
-
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.reporting.comparison import write_comparison  # noqa: E402
-from gc2po.reporting.tables import EvalFile  # noqa: E402
+from gc2po.reporting.comparison import write_comparison
+from gc2po.reporting.tables import EvalFile
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

@@ -1,11 +1,7 @@
 """Check every training set against every evaluation set of the config; fail on overlap."""
 
-import sys
-
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.data.decontamination import check_files  # noqa: E402
+from gc2po.data.decontamination import check_files
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

@@ -1,15 +1,11 @@
 """A dose-response table and figure (gc2po.reporting.dose_response): the mechanism measures
 against the setting a sweep varies."""
 
-import sys
-
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.reporting.dose_response import write_dose_response  # noqa: E402
-from gc2po.reporting.mechanism import seed_values  # noqa: E402
-from gc2po.testbed.data import read_split  # noqa: E402
-from gc2po.testbed.mechanism import measures_of  # noqa: E402
+from gc2po.reporting.dose_response import write_dose_response
+from gc2po.reporting.mechanism import seed_values
+from gc2po.testbed.data import read_split
+from gc2po.testbed.mechanism import measures_of
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 spec = sm.params.spec

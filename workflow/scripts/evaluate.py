@@ -2,18 +2,16 @@
 the code `gc2po eval` runs: per-sample records and summaries with protocol and provenance (a
 testbed split's summary also its chance level and reachability, from the base's train split)."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-import torch  # noqa: E402
-from _common import logged  # noqa: E402
+import torch
 
-from gc2po.data.jsonl import read_jsonl  # noqa: E402
-from gc2po.data.tasks import TESTBED  # noqa: E402
-from gc2po.evaluation.provenance import data_provenance  # noqa: E402
-from gc2po.evaluation.run import BenchmarkData, EvalKey, evaluate_model  # noqa: E402
-from gc2po.testbed.chance import split_labels  # noqa: E402
+from gc2po.data.jsonl import read_jsonl
+from gc2po.data.tasks import TESTBED
+from gc2po.evaluation.provenance import data_provenance
+from gc2po.evaluation.run import BenchmarkData, EvalKey, evaluate_model
+from gc2po.testbed.chance import split_labels
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 p = sm.params

@@ -2,16 +2,13 @@
 evaluation summaries; colours and names from gc2po.reporting.names."""
 
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.layout import EvalFile, RunDir  # noqa: E402
-from gc2po.reporting import figures, plotting, training_figures  # noqa: E402
-from gc2po.reporting.names import method_order  # noqa: E402
+from gc2po.layout import EvalFile, RunDir
+from gc2po.reporting import figures, plotting, training_figures
+from gc2po.reporting.names import method_order
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 p = sm.params

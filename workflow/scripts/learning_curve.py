@@ -1,15 +1,13 @@
 """Accuracy along training of one run: base model, kept checkpoints, final model."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-import torch  # noqa: E402
-from _common import logged  # noqa: E402
+import torch
 
-from gc2po.data.jsonl import read_jsonl  # noqa: E402
-from gc2po.evaluation.backends import SamplingConfig  # noqa: E402
-from gc2po.evaluation.learning_curve import curve_points, learning_curve  # noqa: E402
+from gc2po.data.jsonl import read_jsonl
+from gc2po.evaluation.backends import SamplingConfig
+from gc2po.evaluation.learning_curve import curve_points, learning_curve
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 p = sm.params

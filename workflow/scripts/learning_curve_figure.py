@@ -1,12 +1,9 @@
 """Learning curves of every run (mean over seeds with 95% bands), one panel per benchmark."""
 
 import json
-import sys
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.reporting import training_figures  # noqa: E402
+from gc2po.reporting import training_figures
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

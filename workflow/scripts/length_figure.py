@@ -2,15 +2,12 @@
 report.length_runs (base model, GRPO, GC2PO as in the paper, the corrected GC2PO)."""
 
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.layout import RunDir  # noqa: E402
-from gc2po.reporting import training_figures  # noqa: E402
+from gc2po.layout import RunDir
+from gc2po.reporting import training_figures
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

@@ -1,13 +1,9 @@
 """The mechanism table (gc2po.reporting.mechanism) from per-sample evaluation files and the
 testbed splits' problems."""
 
-import sys
-
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.reporting.mechanism import write_mechanism  # noqa: E402
-from gc2po.testbed.data import read_split  # noqa: E402
+from gc2po.reporting.mechanism import write_mechanism
+from gc2po.testbed.data import read_split
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

@@ -1,13 +1,10 @@
 """The report's setup page (config, model sizes counted from the saved files,
 evaluation protocol)."""
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.reporting.setup_page import setup_html  # noqa: E402
+from gc2po.reporting.setup_page import setup_html
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 p = sm.params

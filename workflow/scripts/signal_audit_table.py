@@ -1,15 +1,12 @@
 """The signal audit table (tables/signal_audit.{md,csv}) from every audited model's summary."""
 
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.audit.signals import SIGNAL_CAPTION, signal_markdown, signal_table  # noqa: E402
-from gc2po.layout import CheckpointAuditDir, audit_of_summary  # noqa: E402
-from gc2po.reporting.names import method_name  # noqa: E402
+from gc2po.audit.signals import SIGNAL_CAPTION, signal_markdown, signal_table
+from gc2po.layout import CheckpointAuditDir, audit_of_summary
+from gc2po.reporting.names import method_name
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

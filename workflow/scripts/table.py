@@ -1,12 +1,8 @@
 """One table (Markdown, LaTeX, CSV, HTML; CIs and paired differences) from per-sample
 evaluation files."""
 
-import sys
-
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.reporting.tables import EvalFile, write_table  # noqa: E402
+from gc2po.reporting.tables import EvalFile, write_table
+from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:

@@ -1,11 +1,7 @@
 """Write the testbed splits as normalised JSONL plus a manifest."""
 
-import sys
-
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.testbed.data import write_splits  # noqa: E402
+from gc2po.testbed.data import write_splits
+from gc2po.workflow.script_log import logged
 
 with logged(snakemake) as log:  # noqa: F821
     manifest = write_splits(

@@ -2,14 +2,11 @@
 (warm_start.num_threads, not the job's cores), so the model files are the same on any machine
 load and any --cores."""
 
-import sys
 import time
 
-sys.path.insert(0, __import__("os").path.dirname(__file__))
-from _common import logged  # noqa: E402
-
-from gc2po.testbed.data import read_split  # noqa: E402
-from gc2po.testbed.warmstart import WarmStartConfig, warm_start  # noqa: E402
+from gc2po.testbed.data import read_split
+from gc2po.testbed.warmstart import WarmStartConfig, warm_start
+from gc2po.workflow.script_log import logged
 
 with logged(snakemake) as log:  # noqa: F821
     problems = read_split(snakemake.input.train)  # noqa: F821

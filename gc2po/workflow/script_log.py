@@ -1,4 +1,5 @@
-"""Shared by the workflow scripts: send stdout/stderr and logging to the rule's log file."""
+"""Shared by the workflow scripts (``workflow/scripts/``, imported as a package module, no
+``sys.path`` edit): send stdout/stderr and logging to the rule's log file."""
 
 from __future__ import annotations
 

@@ -1,0 +1,153 @@
+"""What the workflow's rules wire beyond the training jobs, decided from the config: the tables
+(``table_specs``), the greedily evaluated benchmarks, the comparisons, the learning-curve files,
+the length figure's runs and the audit's reward run. Pure functions of the config (and of the
+methods' roles, ``gc2po.workflow.method_facts``); each bad key raises a ValueError naming it.
+``check`` runs them all with the memoised config check (``gc2po.workflow.config_check``);
+``workflow/rules/*.smk`` only call them.
+"""
+
+from __future__ import annotations
+
+from gc2po.data.tasks import TESTBED
+from gc2po.layout import CurveFile
+from gc2po.workflow import plan
+from gc2po.workflow.method_facts import Facts, default_sweep_methods
+
+# the length figure's default runs: the reference, the paper's method and the corrected one
+LENGTH_ROLES = ("reference", "paper", "corrected")
+AUDIT_ROLES = ("corrected", "paper")  # the audit's default reward run: the first trained
+
+
+def _not_runs(key: str, labels, runs) -> None:
+    missing = sorted(set(labels) - set(runs))
+    if missing:
+        raise ValueError(f"{key}: {missing} are not runs of this config")
+
+
+def _runs_of_role(runs: dict, facts: Facts, role: str) -> list[str]:
+    """Runs of a method of ``role`` trained under its own name (not a sweep's or variant's)."""
+    return [
+        label
+        for label, run in runs.items()
+        if run.method == label and facts.get(run.method, {}).get("role") == role
+    ]
+
+
+def greedy_benchmarks(config: dict) -> list[str]:
+    """``evaluate.greedy_benchmarks`` (default: every evaluated benchmark)."""
+    benchmarks = config["evaluate"]["benchmarks"]
+    greedy = config["evaluate"].get("greedy_benchmarks") or benchmarks
+    extra = sorted(set(greedy) - set(benchmarks))
+    if extra:
+        raise ValueError(
+            f"evaluate.greedy_benchmarks: {extra} are not evaluated (evaluate.benchmarks)"
+        )
+    return list(greedy)
+
+
+def table_specs(config: dict) -> dict[str, dict]:
+    """Table name -> {methods, benchmarks, title, bases, greedy}: Table 1, generalisation, the
+    ablations (when ``report.ablation_methods`` names any), Table 1 greedily
+    (``evaluate.greedy``)."""
+    report, bases = config["report"], list(plan.base_models(config))
+    table1 = report.get("table1_benchmarks") or config["evaluate"]["benchmarks"]
+
+    def spec(methods, benchmarks, title, bases, greedy=False):
+        return dict(methods=methods, benchmarks=benchmarks, title=title, bases=bases, greedy=greedy)
+
+    specs = {
+        "table1": spec(report["main_methods"], table1, "Pass@1 (%) per benchmark", bases),
+        "generalization": spec(
+            report["main_methods"],
+            report["generalization_benchmarks"],
+            "Generalisation: pass@1 (%) on out-of-distribution benchmarks",
+            bases,
+        ),
+    }
+    if report["ablation_methods"]:  # a config without ablations has no ablation table
+        specs["ablation"] = spec(
+            report["ablation_methods"],
+            table1,
+            "Ablations of GC2PO: pass@1 (%)",
+            plan.ablation_bases(config),
+        )
+    if config["evaluate"].get("greedy", False):
+        greedy = greedy_benchmarks(config)
+        specs["table1_greedy"] = spec(
+            report["main_methods"],
+            [b for b in table1 if b in greedy],
+            "Pass@1 (%) per benchmark, greedy decoding",
+            bases,
+            True,
+        )
+    return specs
+
+
+def comparisons(config: dict, runs: dict) -> dict[str, tuple[str, str]]:
+    """``report.comparisons``: "<a>_vs_<b>" -> (a, b), each a run or the base model."""
+    out = {f"{a}_vs_{b}": (a, b) for a, b in config["report"].get("comparisons", [])}
+    for label, pair in out.items():
+        for method in pair:
+            if method != "base" and method not in runs:
+                raise ValueError(
+                    f"report.comparisons: {method!r} ({label}) is not a run of this config"
+                )
+    return out
+
+
+def curve_files(config: dict, jobs, out: str) -> dict[tuple[str, str], list[str]]:
+    """(base, run) -> one learning-curve CSV per seed (``evaluate.learning_curve.runs``)."""
+    curve = config["evaluate"].get("learning_curve")
+    if not curve:
+        return {}
+    files: dict[tuple[str, str], list[str]] = {}
+    for job in jobs:
+        if job.run in curve["runs"]:
+            files.setdefault((job.base, job.run), []).append(
+                CurveFile(job.base, job.run, job.seed).path(out)
+            )
+    _not_runs("evaluate.learning_curve.runs", curve["runs"], {run for _, run in files})
+    return files
+
+
+def length_runs(config: dict, runs: dict, facts: Facts) -> list[str]:
+    """``report.length_runs`` (default: the runs of the reference, the paper's and the corrected
+    method, those the config trains)."""
+    chosen = config["report"].get("length_runs") or [
+        label for role in LENGTH_ROLES for label in _runs_of_role(runs, facts, role)
+    ]
+    _not_runs("report.length_runs", chosen, runs)
+    return list(chosen)
+
+
+def audit_reward_run(config: dict, runs: dict, facts: Facts) -> str | None:
+    """``audit.reward_run``: the run whose R_cf settings score every audited model (default: the
+    corrected method's run if trained, else the paper's); None without an audit (testbed only)."""
+    audit = config.get("audit") or {}
+    if config["mode"] != TESTBED or not audit.get("models"):
+        return None
+    default = [label for role in AUDIT_ROLES for label in _runs_of_role(runs, facts, role)]
+    run = audit.get("reward_run") or next(iter(default), None)
+    if run not in runs:
+        raise ValueError(
+            f"audit.reward_run: {run!r} is not a run of this config "
+            "(the audit scores R_cf with a GC2PO run's settings)"
+        )
+    return run
+
+
+def figure_sweep_methods(config: dict, facts: Facts) -> list[str]:
+    """The methods whose sweeps the lambda figure draws (``sweep_methods``; default: the
+    paper's)."""
+    return list(config.get("sweep_methods") or default_sweep_methods(facts))
+
+
+def check(config: dict, facts: Facts) -> None:
+    """Every check above (ValueError naming the key), before any job runs."""
+    runs = plan.runs(config, facts)
+    greedy_benchmarks(config)
+    table_specs(config)
+    comparisons(config, runs)
+    curve_files(config, plan.training_jobs(config, facts), plan.paths(config)[1])
+    length_runs(config, runs, facts)
+    audit_reward_run(config, runs, facts)

@@ -1,0 +1,103 @@
+"""The package installed without ``-e`` runs the workflow: ``pip install --no-deps`` of a copy of
+the checkout into a fresh venv, then the ci miniature from a folder holding only ``Snakefile``,
+``workflow/`` and ``config/``, outside the checkout and with no PYTHONPATH. Everything the package
+reads at run time (the config schema, the config fields) must ship as package data, and nothing
+may reach into the source tree.
+
+A test of its own, not the session's ci fixture (conftest.py): the SLURM test compares that
+fixture's tables with an sbatch run of the checkout, which should stay as it is."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CI_CONFIG = ("--configfile", "config/config.yaml", "config/ci.yaml")
+
+
+def _copy_checkout(dest: Path) -> None:
+    """The files git tracks or would track (no results, caches or venvs)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    for name in listed:
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+
+
+@pytest.mark.slow
+@pytest.mark.system("git")  # lists the checkout's files
+def test_the_ci_miniature_runs_from_a_non_editable_install(tmp_path):
+    source, venv, work = tmp_path / "src", tmp_path / "venv", tmp_path / "wf"
+    _copy_checkout(source)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+    )
+    # no pip of its own: ensurepip would bring an older setuptools (no bdist_wheel) that shadows
+    # the system's; the system pip installs into the running (venv) interpreter
+    python = venv / "bin" / "python"
+    install = subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    shutil.rmtree(source)  # what runs cannot read the copy it was installed from
+
+    work.mkdir()
+    for name in ("workflow", "config"):
+        shutil.copytree(ROOT / name, work / name)
+    shutil.copy2(ROOT / "Snakefile", work / "Snakefile")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+
+    # the installed package, not the checkout nor the editable install the system site-packages
+    # hold (its finder comes after the venv's site-packages); every job's python3 is this one
+    where = subprocess.run(
+        [
+            "python3",
+            "-c",
+            "import gc2po, gc2po.workflow.config_schema as s; "
+            "print(gc2po.__file__); print(s.SCHEMA.is_file())",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(where[0]).resolve().is_relative_to(Path(site).resolve()), where
+    assert where[1] == "True"  # the schema shipped as package data
+
+    out = subprocess.run(
+        [python, "-m", "snakemake", "--cores", "2", *CI_CONFIG],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    tables = work / "results" / "ci" / "tables"
+    for table in ("table1", "generalization", "ablation", "table1_greedy"):
+        assert (tables / f"{table}.md").is_file(), table

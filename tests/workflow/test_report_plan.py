@@ -1,0 +1,91 @@
+"""What the rules wire beyond the training jobs (gc2po.workflow.report_plan): defaults derived from
+each method's role and sweeps (never its name) equal to the names the rules used to spell, and a
+bad report key refused naming it, with the memoised check, before any job."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from gc2po.workflow import plan, report_plan
+from gc2po.workflow.config_check import checked
+from gc2po.workflow.method_facts import default_sweep_methods, method_facts
+
+ROOT = Path(__file__).resolve().parents[2]
+CI = [ROOT / "config/config.yaml", ROOT / "config/ci.yaml"]
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return method_facts()
+
+
+def test_sweeps_and_defaults_follow_the_methods_roles(facts):
+    assert plan.SWEEP_KEYS == {
+        "lambda_exp": ("gc2po", "gc2po_add"),
+        "lambda_cf": ("gc2po", "gc2po_add"),
+        "cf_std_floor": ("gc2po_add",),
+        "cf_signal_rho": ("gc2po_add_oracle",),
+    }
+    assert plan.SWEEP_METHODS == ("gc2po", "gc2po_add", "gc2po_add_oracle")
+    assert default_sweep_methods(facts) == ["gc2po"]
+    config = plan.load_config(CI)
+    runs = plan.runs(config, facts)
+    assert report_plan.length_runs(config, runs, facts) == ["grpo", "gc2po", "gc2po_add"]
+    assert report_plan.audit_reward_run(config, runs, facts) == "gc2po_add"
+    assert report_plan.figure_sweep_methods(config, facts) == ["gc2po"]
+    config["methods"] = ["grpo", "gc2po"]  # no corrected run: the paper's scores the audit
+    config["report"]["main_methods"] = ["grpo", "gc2po"]
+    runs = plan.runs(config, facts)
+    assert report_plan.audit_reward_run(config, runs, facts) == "gc2po"
+    assert report_plan.length_runs(config, runs, facts) == ["grpo", "gc2po"]
+
+
+def test_the_ci_tables_are_those_the_rules_built():
+    specs = report_plan.table_specs(plan.load_config(CI))
+    assert list(specs) == ["table1", "generalization", "ablation", "table1_greedy"]
+    assert specs["table1_greedy"]["benchmarks"] == ["test_id", "test_wrongbet"]
+    assert specs["table1_greedy"]["greedy"] and not specs["table1"]["greedy"]
+    assert specs["ablation"]["bases"] == ["testbed"]
+
+
+def _set(config, path, value):
+    *parents, last = path.split(".")
+    node = config
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return config
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        ("evaluate.greedy_benchmarks", ["gsm8k"], r"evaluate.greedy_benchmarks: \['gsm8k'\]"),
+        ("report.comparisons", [["gc2po", "ppo"]], r"report.comparisons: 'ppo' \(gc2po_vs_ppo\)"),
+        (
+            "evaluate.learning_curve",
+            {"runs": ["mrt"], "benchmarks": ["test_id"], "problems": 4},
+            r"evaluate.learning_curve.runs: \['mrt'\] are not runs",
+        ),
+        ("report.length_runs", ["gcpo"], r"report.length_runs: \['gcpo'\] are not runs"),
+        ("audit.reward_run", "gcpo", r"audit.reward_run: 'gcpo' is not a run"),
+    ],
+)
+def test_a_bad_report_key_fails_the_check_naming_it(path, value, message, facts, tmp_path):
+    config = _set(copy.deepcopy(plan.load_config(CI)), path, value)
+    with pytest.raises(ValueError, match=message):
+        report_plan.check(config, facts)
+    with pytest.raises(ValueError, match=message):  # with the memoised check, before any job
+        checked(config, None, cache=tmp_path / "check.json")
+
+
+@pytest.mark.parametrize("value", [1.5, -0.1])
+def test_a_sweep_value_out_of_the_trainers_range_names_the_job_and_key(value):
+    """The schema gives sweeps no range: the trainer's, where the job's GC2POConfig is built."""
+    config = plan.load_config(CI)
+    config["sweeps"] = {"lambda_exp": [], "lambda_cf": [value]}
+    with pytest.raises(ValueError, match=rf"gc2po_lambda_cf_{value}: .*lambda_cf"):
+        plan.validate(config)
