@@ -20,6 +20,7 @@ import gc2po
 from gc2po.workflow.config_schema import SCHEMA
 
 CACHE_FILE = Path(".snakemake") / "gc2po" / "config_check.json"
+RESULT_KEYS = ("display_names", "methods", "measure_splits")
 LIBRARIES = ("torch", "transformers", "trl", "accelerate", "jsonschema")
 
 
@@ -46,8 +47,10 @@ def checked(
     config: dict, files: list[str] | None, schema: Path = SCHEMA, cache: Path = CACHE_FILE
 ) -> dict:
     """Check ``config`` (ValueError naming the key when it is bad) and return
-    ``{"display_names": run label -> display name, "methods": method_facts()}``; an unchanged
-    config, schema, package and libraries reuse the last result."""
+    ``{"display_names": run label -> display name, "methods": method_facts(), "measure_splits":
+    the testbed splits the mechanism measures read}``; an unchanged config, schema, package and
+    libraries reuse the last result (so a rerun imports neither the registry nor the testbed)."""
+    from gc2po.testbed.mechanism import MEASURE_SPLITS
     from gc2po.workflow import plan, report_plan
     from gc2po.workflow.config_schema import check_schema
     from gc2po.workflow.method_facts import method_facts
@@ -55,15 +58,19 @@ def checked(
     key = check_key(config, schema)
     try:
         stored = json.loads(cache.read_text())
-        if stored.get("key") == key and {"display_names", "methods"} <= set(stored):
-            return {"display_names": stored["display_names"], "methods": stored["methods"]}
+        if stored.get("key") == key and set(RESULT_KEYS) <= set(stored):
+            return {k: stored[k] for k in RESULT_KEYS}
     except (OSError, ValueError, AttributeError):
         pass  # no usable record: check
     check_schema(config, files, schema)
     plan.validate(config, where=f"config {config['name']!r}")
     facts = method_facts()
-    report_plan.check(config, facts)
-    result = {"display_names": plan.display_names(config), "methods": facts}
+    report_plan.check(config, facts, MEASURE_SPLITS)
+    result = {
+        "display_names": plan.display_names(config),
+        "methods": facts,
+        "measure_splits": list(MEASURE_SPLITS),
+    }
     cache.parent.mkdir(parents=True, exist_ok=True)
     partial = cache.with_suffix(".tmp")
     partial.write_text(json.dumps({"key": key, **result}, indent=1))

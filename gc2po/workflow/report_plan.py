@@ -1,6 +1,7 @@
 """What the workflow's rules wire beyond the training jobs, decided from the config: the tables
 (``table_specs``), the greedily evaluated benchmarks, the comparisons, the learning-curve files,
-the length figure's runs and the audit's reward run. Pure functions of the config (and of the
+the length figure's runs, the audit's reward run, the mechanism tables and the dose-responses.
+Pure functions of the config (and of the
 methods' roles, ``gc2po.workflow.method_facts``); each bad key raises a ValueError naming it.
 ``check`` runs them all with the memoised config check (``gc2po.workflow.config_check``);
 ``workflow/rules/*.smk`` only call them.
@@ -142,9 +143,49 @@ def figure_sweep_methods(config: dict, facts: Facts) -> list[str]:
     return list(config.get("sweep_methods") or default_sweep_methods(facts))
 
 
-def check(config: dict, facts: Facts) -> None:
+def mechanism_splits(config: dict, measure_splits) -> list[str]:
+    """The testbed splits the mechanism measures read (``measure_splits``:
+    ``gc2po.testbed.mechanism.MEASURE_SPLITS``) that the config evaluates; none outside the
+    testbed."""
+    benchmarks = config["evaluate"]["benchmarks"]
+    testbed = config["mode"] == TESTBED
+    return [split for split in measure_splits if split in benchmarks] if testbed else []
+
+
+def mechanism_tables(config: dict, measure_splits) -> dict[str, tuple[list[str], bool]]:
+    """Mechanism table -> (the splits it reads, greedy evaluations or not)."""
+    splits = mechanism_splits(config, measure_splits)
+    tables = {"mechanism": (splits, False)} if splits else {}
+    greedy = greedy_benchmarks(config)
+    if config["evaluate"].get("greedy", False) and set(splits) & set(greedy):
+        tables["mechanism_greedy"] = ([s for s in splits if s in greedy], True)
+    return tables
+
+
+def dose_responses(config: dict, runs: dict, measure_splits) -> dict[str, dict]:
+    """``report.dose_response``: output name -> {method, key, markers}; each needs the mechanism
+    measures and a run of its method that sets its key."""
+    out = {}
+    for i, spec in enumerate(config["report"].get("dose_response") or []):
+        where = f"report.dose_response[{i}]"
+        if not mechanism_splits(config, measure_splits):
+            raise ValueError(
+                f"{where}: needs mode testbed with test_id or test_wrongbet evaluated "
+                "(the mechanism measures)"
+            )
+        if not any(r.method == spec["method"] and spec["key"] in r.trainer for r in runs.values()):
+            raise ValueError(
+                f"{where}: no run of {spec['method']!r} sets {spec['key']!r}; sweep it "
+                f"(sweeps.{spec['key']}, sweep_methods) or name a run that does"
+            )
+        out[f"dose_response_{spec['method']}_{spec['key']}"] = spec
+    return out
+
+
+def check(config: dict, facts: Facts, measure_splits) -> None:
     """Every check above (ValueError naming the key), before any job runs."""
     runs = plan.runs(config, facts)
+    dose_responses(config, runs, measure_splits)
     greedy_benchmarks(config)
     table_specs(config)
     comparisons(config, runs)

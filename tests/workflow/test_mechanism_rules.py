@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from gc2po.testbed.mechanism import MEASURE_SPLITS
+from gc2po.workflow import report_plan
+from gc2po.workflow.plan import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,10 +30,22 @@ def dry_run(workdir, *overlays, extra=()):
     )
 
 
-def test_the_rules_measure_the_testbeds_splits():
-    text = (ROOT / "workflow" / "rules" / "mechanism.smk").read_text()
-    found = re.search(r"^MEASURE_SPLITS = (\(.*\))$", text, re.MULTILINE)
-    assert found and eval(found[1]) == MEASURE_SPLITS  # a literal tuple of names
+def test_the_mechanism_tables_read_the_measured_splits_the_config_evaluates():
+    config = load_config([ROOT / "config/config.yaml", ROOT / "config/ci.yaml"])
+    tables = report_plan.mechanism_tables(config, MEASURE_SPLITS)
+    assert tables == {
+        "mechanism": (["test_id", "test_wrongbet"], False),
+        "mechanism_greedy": (["test_id", "test_wrongbet"], True),
+    }
+    config["evaluate"].update(
+        benchmarks=["test_id", "test_rephrase"], greedy_benchmarks=["test_id"]
+    )
+    assert report_plan.mechanism_tables(config, MEASURE_SPLITS) == {
+        "mechanism": (["test_id"], False),
+        "mechanism_greedy": (["test_id"], True),
+    }
+    config["mode"] = "benchmark"  # the measures read the testbed's cue: none elsewhere
+    assert report_plan.mechanism_tables(config, MEASURE_SPLITS) == {}
 
 
 def test_the_default_plans_the_mechanism_tables(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gc2po.testbed.mechanism import MEASURE_SPLITS
 from gc2po.workflow import plan, report_plan
 from gc2po.workflow.config_check import checked
 from gc2po.workflow.method_facts import default_sweep_methods, method_facts
@@ -77,7 +78,7 @@ def _set(config, path, value):
 def test_a_bad_report_key_fails_the_check_naming_it(path, value, message, facts, tmp_path):
     config = _set(copy.deepcopy(plan.load_config(CI)), path, value)
     with pytest.raises(ValueError, match=message):
-        report_plan.check(config, facts)
+        report_plan.check(config, facts, MEASURE_SPLITS)
     with pytest.raises(ValueError, match=message):  # with the memoised check, before any job
         checked(config, None, cache=tmp_path / "check.json")
 

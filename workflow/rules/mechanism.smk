@@ -2,27 +2,10 @@
 # per base model and model over seeds, and the dose-response of those measures against a setting a
 # sweep varies (report.dose_response; gc2po.reporting.dose_response).
 
-# gc2po.testbed.mechanism.MEASURE_SPLITS (importing the testbed here would import torch into every
-# parse; tests/workflow/test_mechanism_rules.py keeps the two equal)
-MEASURE_SPLITS = ("test_id", "test_wrongbet")
-MECHANISM_SPLITS = [split for split in MEASURE_SPLITS if split in BENCHMARKS] if TESTBED else []
-# table -> the splits it reads, greedy evaluations or not
-MECHANISM_TABLES = {"mechanism": (MECHANISM_SPLITS, False)} if MECHANISM_SPLITS else {}
-if GREEDY and set(MECHANISM_SPLITS) & set(GREEDY_BENCHMARKS):
-    MECHANISM_TABLES["mechanism_greedy"] = ([s for s in MECHANISM_SPLITS if s in GREEDY_BENCHMARKS],
-                                            True)
-
-DOSE_RESPONSE = {}  # output name -> {method, key, markers}
-for _i, _spec in enumerate(config["report"].get("dose_response") or []):
-    _where = f"report.dose_response[{_i}]"
-    if not MECHANISM_SPLITS:
-        raise ValueError(f"{_where}: needs mode testbed with test_id or test_wrongbet evaluated "
-                         "(the mechanism measures)")
-    if not any(r.method == _spec["method"] and _spec["key"] in r.trainer for r in RUNS.values()):
-        raise ValueError(f"{_where}: no run of {_spec['method']!r} sets {_spec['key']!r}; sweep it "
-                         f"(sweeps.{_spec['key']}, sweep_methods) or name a run that does")
-    DOSE_RESPONSE[f"dose_response_{_spec['method']}_{_spec['key']}"] = _spec
-
+MEASURE_SPLITS = CHECKED["measure_splits"]  # gc2po.testbed.mechanism's, memoised by the check
+MECHANISM_SPLITS = report_plan.mechanism_splits(config, MEASURE_SPLITS)
+MECHANISM_TABLES = report_plan.mechanism_tables(config, MEASURE_SPLITS)  # table -> (splits, greedy)
+DOSE_RESPONSE = report_plan.dose_responses(config, RUNS, MEASURE_SPLITS)  # name -> {method, key, markers}
 MECHANISM_OUTPUTS = ([table_file(OUT, table, ext) for table in MECHANISM_TABLES for ext in ("md", "csv")]
                      + [path for name in DOSE_RESPONSE
                         for path in (table_file(OUT, name, "md"), table_file(OUT, name, "csv"),
