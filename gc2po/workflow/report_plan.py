@@ -182,8 +182,19 @@ def dose_responses(config: dict, runs: dict, measure_splits) -> dict[str, dict]:
     return out
 
 
+def check_datasets(config: dict) -> None:
+    """``datasets.<key>.decontaminate`` is for training sets: an evaluated one is refused."""
+    benchmarks = config["evaluate"]["benchmarks"]
+    for key, spec in (config.get("datasets") or {}).items():
+        if spec.get("decontaminate") and key in benchmarks:
+            raise ValueError(
+                f"datasets.{key}: decontaminate is for training sets, but {key} is evaluated"
+            )
+
+
 def check(config: dict, facts: Facts, measure_splits) -> None:
     """Every check above (ValueError naming the key), before any job runs."""
+    check_datasets(config)
     runs = plan.runs(config, facts)
     dose_responses(config, runs, measure_splits)
     greedy_benchmarks(config)

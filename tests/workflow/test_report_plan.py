@@ -73,6 +73,11 @@ def _set(config, path, value):
         ),
         ("report.length_runs", ["gcpo"], r"report.length_runs: \['gcpo'\] are not runs"),
         ("audit.reward_run", "gcpo", r"audit.reward_run: 'gcpo' is not a run"),
+        (
+            "datasets",
+            {"test_id": {"benchmark": "gsm8k", "decontaminate": True}},
+            r"datasets.test_id: decontaminate is for training sets, but test_id is evaluated",
+        ),
     ],
 )
 def test_a_bad_report_key_fails_the_check_naming_it(path, value, message, facts, tmp_path):

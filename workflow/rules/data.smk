@@ -5,9 +5,6 @@
 TRAINING_SETS = sorted({spec["train_data"] for spec in BASE_MODELS.values()})
 # local mirrors: a relative path is read from the repository (the Snakefile's folder)
 LOCAL_SOURCES = {key: os.path.join(workflow.basedir, spec["path"]) for key, spec in DATASETS.items() if spec.get("path")}
-for _key, _spec in DATASETS.items():
-    if _spec.get("decontaminate") and _key in BENCHMARKS:
-        raise ValueError(f"datasets.{_key}: decontaminate is for training sets, but {_key} is evaluated")
 
 
 if TESTBED:
