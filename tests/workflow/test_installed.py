@@ -65,11 +65,12 @@ def test_the_ci_miniature_runs_from_a_non_editable_install(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
 
-    # the installed package, not the checkout nor the editable install the system site-packages
-    # hold (its finder comes after the venv's site-packages); every job's python3 is this one
+    # every job's python3 is the venv's; it imports the installed package, not the checkout nor
+    # the editable install the system site-packages hold (its finder comes after the venv's)
+    python3 = venv / "bin" / "python3"  # first on the jobs' PATH (above)
     where = subprocess.run(
         [
-            "python3",
+            python3,
             "-c",
             "import gc2po, gc2po.workflow.config_schema as s; "
             "print(gc2po.__file__); print(s.SCHEMA.is_file())",
