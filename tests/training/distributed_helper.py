@@ -17,7 +17,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from gc2po.data.jsonl import read_jsonl
 from gc2po.training.output_dir import prepare_output_dir
 from gc2po.training.run_config import build_args, load_run_config
-from gc2po.training.train import build_dataset
+from gc2po.training.train import build_dataset, exit_launched_process
 from gc2po.training.trainer import GC2POTrainer
 
 
@@ -104,3 +104,6 @@ def main(run_path: str, dump_dir: str):
 
 if __name__ == "__main__":
     main(*sys.argv[1:3])
+    # end as `gc2po train` does under accelerate launch: the interpreter's teardown can abort on a
+    # gloo thread's last release (pytorch#190489, docs/benchmarks.md)
+    exit_launched_process(0)
