@@ -10,6 +10,9 @@ method (`str`, defaults to `"gc2po"`): training method, a name of `gc2po.methods
     method fixes the fields that define it (its loss aggregation, Dr.GRPO's beta 0, an
     ablation's lambda); `gc2po.training.train.build_args` refuses a run config that sets them
     otherwise.
+given_keys (`list` or `None`): the trainer keys a run config gave, set by `build_args`, so
+    that a value the method fixes is refused exactly when given (even one equal to TRL's
+    default); `None` (a config built directly): the fields that differ from their default.
 precision (`str`, defaults to `"fp32"`): `"bf16-mixed"` (fp32 master weights, bf16 autocast;
     the default on GPU), `"bf16"` (pure bf16 weights: half the memory, but an AdamW step of
     ~1e-6 rounds away on most weights) or `"fp32"`. Sets TRL's `bf16`; the model is loaded in
@@ -153,6 +156,9 @@ class GC2POConfig(GRPOConfig):
     )
     max_consecutive_skipped_steps: int = _help("Non-finite steps in a row that stop the run.", 3)
     metrics_path: str | None = _help("JSONL file that receives every logged step.")
+    given_keys: list | None = _help(
+        "The trainer keys a run config gave (set by build_args); None: those off their default."
+    )
     method_args: dict | None = _help(
         "The method's own settings (its `settings` dataclass); None: the method's defaults."
     )

@@ -17,13 +17,19 @@ PRECISIONS = ("bf16-mixed", "bf16", "fp32")
 
 
 def apply_method(config, method) -> None:
-    """Set what the method fixes, refusing a field set otherwise (a field left at its default takes
-    the method's value: the one rule, shared with run configs, ``Method.check_fixed``), and the
-    method's ``cf_state`` where the config leaves it None."""
+    """Set what the method fixes, refusing a field given another value (``Method.check_fixed``,
+    the one place it runs), and the method's ``cf_state`` where the config leaves it None. What
+    was given: ``config.given_keys`` when a run config built it (exact: a value equal to TRL's
+    default is refused too), else every field that differs from its default."""
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
-    method.check_fixed(
-        {key: getattr(config, key) for key in method.fixed if getattr(config, key) != defaults[key]}
-    )
+    given = config.given_keys
+    if given is None:
+        given = [key for key in method.fixed if getattr(config, key) != defaults[key]]
+    prefix = "trainer." if config.given_keys is not None else ""  # a run config's trainer key
+    try:
+        method.check_fixed({key: getattr(config, key) for key in method.fixed if key in given})
+    except ValueError as err:
+        raise ValueError(f"{prefix}{err}") from err
     for key, value in method.fixed.items():
         setattr(config, key, value)
     if config.cf_state is None:

@@ -78,6 +78,7 @@ DERIVED_KEYS = {
     "seed": "seed",
     "output_dir": "output_dir",
     "use_cpu": "the machine",
+    "given_keys": "the trainer keys the run config gives",
 }
 
 
@@ -235,24 +236,11 @@ def build_args(run: dict):
 
     trainer = checked_trainer(run)
     method = get_method(str(run.get("method", "gc2po")))
-    try:
-        method.check_fixed(trainer)
-    except ValueError as err:
-        raise ValueError(f"run config: trainer.{err}") from err
-    from gc2po.training.rewards import check_nonnegative_rewards, reward_functions
-
-    try:  # a method that owns its reward refuses a task it has none for
-        functions = reward_functions(method, run_task(run))
-    except ValueError as err:
-        raise ValueError(f"run config: {err}") from err
-    if method.nonnegative_rewards:
-        weights = method.fixed.get("reward_weights") or trainer.get("reward_weights")
-        try:
-            check_nonnegative_rewards(method.name, functions, weights or [1.0] * len(functions))
-        except ValueError as err:
-            raise ValueError(f"run config: trainer.reward_weights: {err}") from err
-    kwargs = {**TRAINER_DEFAULTS, **trainer, **method.fixed}
+    # what the method fixes fills what the run config leaves out; a given value that differs is
+    # refused by GC2POConfig (Method.check_fixed on given_keys)
+    kwargs = {**TRAINER_DEFAULTS, **method.fixed, **trainer}
     kwargs.update(
+        given_keys=sorted(trainer),
         method=method.name,
         precision=resolve_precision(run),
         seed=int(run.get("seed", 0)),
@@ -268,6 +256,18 @@ def build_args(run: dict):
         args = GC2POConfig(**kwargs)
     except (TypeError, ValueError) as err:
         raise ValueError(f"run config: {err}") from err
+    from gc2po.training.rewards import check_nonnegative_rewards, reward_functions
+
+    try:  # a method that owns its reward refuses a task it has none for
+        functions = reward_functions(method, run_task(run))
+    except ValueError as err:
+        raise ValueError(f"run config: {err}") from err
+    if method.nonnegative_rewards:
+        weights = method.fixed.get("reward_weights") or trainer.get("reward_weights")
+        try:
+            check_nonnegative_rewards(method.name, functions, weights or [1.0] * len(functions))
+        except ValueError as err:
+            raise ValueError(f"run config: trainer.reward_weights: {err}") from err
     if args.cf_signal == "oracle" and run_task(run) != TESTBED:
         raise ValueError(
             f"run config: task: method {method.name!r} (cf_signal 'oracle') grades episodes with "

@@ -130,7 +130,8 @@ def test_a_training_job_builds_its_config_once_and_checks_each_setting_once(
     tiny_model_dir, testbed_train_file, tmp_path, monkeypatch
 ):
     """One job, start to end (``gc2po.training.train.train``, one step): one ``GC2POConfig``,
-    the method's own settings parsed once, the core parameters' ranges checked once, and the
+    what the method fixes checked once, its own settings parsed once, the core parameters' ranges
+    checked once, and the
     method reads the settings object the config holds (nothing written back)."""
     from gc2po.methods import METHODS
     from gc2po.training import config_checks
@@ -138,7 +139,7 @@ def test_a_training_job_builds_its_config_once_and_checks_each_setting_once(
     from gc2po.training.train import train
     from tests.training.conftest import run_config
 
-    calls = {"config": 0, "settings": 0, "ranges": 0}
+    calls = {"config": 0, "fixed": 0, "settings": 0, "ranges": 0}
     built, seen = [], []
 
     def counted(name, function, keep=None):
@@ -160,6 +161,7 @@ def test_a_training_job_builds_its_config_once_and_checks_each_setting_once(
     monkeypatch.setattr(
         config_checks, "check_params", counted("ranges", config_checks.check_params)
     )
+    monkeypatch.setattr(type(method), "check_fixed", counted("fixed", type(method).check_fixed))
     original = method.advantages
 
     def advantages(batch, config):
@@ -178,6 +180,6 @@ def test_a_training_job_builds_its_config_once_and_checks_each_setting_once(
         method_args={"alpha": 0.25},
     )
     train(run, log=lambda *a: None)
-    assert calls == {"config": 1, "settings": 1, "ranges": 1}
+    assert calls == {"config": 1, "fixed": 1, "settings": 1, "ranges": 1}
     assert seen and all(config is built[0] for config in seen)
     assert built[0].method_settings.alpha == 0.25
