@@ -113,9 +113,9 @@ def rest_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
         correct = bool(torch.nan_to_num(r_out[row]) > 0.5)
         values = rest_value_targets(*label_rollout_steps(len(ends), correct, point, results))
         targets[(states.rows == row).cpu()] = torch.tensor(values)
-    head = services.state.setdefault(
-        "value_head", ValueHead(settings.value_lr, services.reduce_mean)
-    )
+    if "value_head" not in services.state:  # learned online: one head for the whole run
+        services.state["value_head"] = ValueHead(settings.value_lr, services.reduce_mean)
+    head = services.state["value_head"]
     predicted, value_loss = head.fit(states.u, targets)  # [E]
     min_value = torch.full((local_rows,), float("inf")).scatter_reduce(
         0, states.rows.cpu(), predicted.cpu(), "amin"

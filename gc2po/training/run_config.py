@@ -263,9 +263,9 @@ def build_args(run: dict):
     except ValueError as err:
         raise ValueError(f"run config: {err}") from err
     if method.nonnegative_rewards:
-        weights = method.fixed.get("reward_weights") or trainer.get("reward_weights")
+        weights = args.reward_weights or [1.0] * len(functions)  # the method's fixed or the run's
         try:
-            check_nonnegative_rewards(method.name, functions, weights or [1.0] * len(functions))
+            check_nonnegative_rewards(method.name, functions, weights)
         except ValueError as err:
             raise ValueError(f"run config: trainer.reward_weights: {err}") from err
     if args.cf_signal == "oracle" and run_task(run) != TESTBED:

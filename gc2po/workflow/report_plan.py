@@ -166,9 +166,10 @@ def dose_responses(config: dict, runs: dict, measure_splits) -> dict[str, dict]:
     """``report.dose_response``: output name -> {method, key, markers}; each needs the mechanism
     measures and a run of its method that sets its key."""
     out = {}
+    measured = mechanism_splits(config, measure_splits)
     for i, spec in enumerate(config["report"].get("dose_response") or []):
         where = f"report.dose_response[{i}]"
-        if not mechanism_splits(config, measure_splits):
+        if not measured:
             raise ValueError(
                 f"{where}: needs mode testbed with test_id or test_wrongbet evaluated "
                 "(the mechanism measures)"
