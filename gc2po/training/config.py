@@ -8,8 +8,8 @@ Defaults are the paper's; SPEC 2 fills what the paper leaves open. Each field ha
 
 method (`str`, defaults to `"gc2po"`): training method, a name of `gc2po.methods.METHODS`. A
     method fixes the fields that define it (its loss aggregation, Dr.GRPO's beta 0, an
-    ablation's lambda); `gc2po.training.train.build_args` refuses a run config that sets them
-    otherwise.
+    ablation's lambda); a config that gives them another value is refused when it is built
+    (`Method.check_fixed`, on `given_keys`).
 given_keys (`list` or `None`): the trainer keys a run config gave, set by `build_args`, so
     that a value the method fixes is refused exactly when given (even one equal to TRL's
     default); `None` (a config built directly): the fields that differ from their default.

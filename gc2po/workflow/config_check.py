@@ -76,10 +76,3 @@ def checked(
     partial.write_text(json.dumps({"key": key, **result}, indent=1))
     partial.replace(cache)  # a concurrent reader sees the old record or the new one, whole
     return result
-
-
-def checked_display_names(
-    config: dict, files: list[str] | None, schema: Path = SCHEMA, cache: Path = CACHE_FILE
-) -> dict[str, str]:
-    """Run label -> display name of a checked config (``checked``)."""
-    return checked(config, files, schema, cache)["display_names"]

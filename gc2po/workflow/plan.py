@@ -7,7 +7,8 @@ Runs: every method of ``methods`` on every base model; the ``ablation_methods``,
 ``variants`` (a method with other settings) on the ``ablation_bases`` only (default: the first
 base model). A job's trainer
 settings are the config's shared ``train.trainer``, then ``train.per_method[method]``, then the
-run's own (a sweep's lambda); what a method fixes is refused by ``gc2po.training.train.build_args``.
+run's own (a sweep's lambda); each job's settings are checked where its ``GC2POConfig`` is built
+(``gc2po.training.run_config.build_args``, called by ``validate``).
 """
 
 from __future__ import annotations
@@ -22,10 +23,8 @@ import yaml
 from gc2po.errors import one_line
 from gc2po.layout import RunDir, resources_dir, results_dir
 from gc2po.workflow import method_facts as mf
+from gc2po.workflow.config_schema import DEFAULT_PATH
 
-# the embedded default as the Snakefile names it: relative to the working folder the workflow runs
-# in, never to the package
-DEFAULT_CONFIG = Path("config/config.yaml")
 SETTING_NAMES = {"cf_signal_rho": "rho", "cf_std_floor": "std floor"}  # in display names
 
 
@@ -54,7 +53,7 @@ def load_config(paths: list[str | Path] | None = None) -> dict:
     """The workflow config as the Snakefile builds it: ``config/config.yaml`` when no file is
     given, else the given files merged in order (a file given alone inherits nothing)."""
     config: dict = {}
-    for path in paths or [DEFAULT_CONFIG]:
+    for path in paths or [DEFAULT_PATH]:
         try:
             loaded = yaml.safe_load(Path(path).read_text()) or {}
         except (OSError, yaml.YAMLError) as err:

@@ -40,7 +40,7 @@ def test_the_key_follows_the_config_the_schema_and_the_source(tmp_path, monkeypa
 def test_a_hit_skips_the_check_and_a_bad_config_is_not_remembered(tmp_path, monkeypatch):
     config = load_config([ROOT / "config" / "config.yaml"])
     cache = tmp_path / ".snakemake" / "gc2po" / "config_check.json"
-    names = config_check.checked_display_names(config, None, SCHEMA, cache)
+    names = config_check.checked(config, None, SCHEMA, cache)["display_names"]
     assert names["gc2po_add"] == "GC2PO (corrected, additive)"
     assert json.loads(cache.read_text())["key"] == config_check.check_key(config, SCHEMA)
 
@@ -48,14 +48,14 @@ def test_a_hit_skips_the_check_and_a_bad_config_is_not_remembered(tmp_path, monk
         raise AssertionError("checked again")
 
     monkeypatch.setattr("gc2po.workflow.plan.validate", no_check)
-    assert config_check.checked_display_names(config, None, SCHEMA, cache) == names
+    assert config_check.checked(config, None, SCHEMA, cache)["display_names"] == names
     monkeypatch.undo()
     bad = json.loads(json.dumps(config))
     bad["train"]["trainer"]["lambda_cf"] = 2.0
     with pytest.raises(ValueError, match="lambda_cf"):
-        config_check.checked_display_names(bad, None, SCHEMA, cache)
+        config_check.checked(bad, None, SCHEMA, cache)
     with pytest.raises(ValueError, match="lambda_cf"):  # still refused: not remembered
-        config_check.checked_display_names(bad, None, SCHEMA, cache)
+        config_check.checked(bad, None, SCHEMA, cache)
 
 
 @pytest.mark.slow
