@@ -1,4 +1,4 @@
-"""Errors shown to a user in one line."""
+"""Errors shown to a user in one line, and the type rule every setting's value is checked by."""
 
 from __future__ import annotations
 
@@ -9,3 +9,14 @@ def one_line(err: Exception) -> str:
     if getattr(err, "problem", None) and mark is not None:
         return f"line {mark.line + 1}, column {mark.column + 1}: {err.problem}"
     return " ".join(str(err).split())
+
+
+def as_type(value, kind: type):
+    """``value`` as a setting of type ``kind``: an int is taken for a float, a bool is never a
+    number (run configs' trainer values, a method's ``method_args``); TypeError when it is not
+    one (the caller names the key)."""
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool)):
+        return value
+    raise TypeError(f"{value!r} is not {kind.__name__}")

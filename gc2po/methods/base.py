@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import torch
 
 from gc2po.core.registry import Registry, caller_site
+from gc2po.errors import as_type
 
 LOSS_TYPES = ("grpo", "dr_grpo")  # TRL's loss aggregations the methods use
 # what a method is to the report, so the workflow picks its defaults by role, not by name: the
@@ -141,7 +142,13 @@ class Method:
                 f"valid: {sorted(fields)}"
             )
         for key, value in given.items():
-            given[key] = _typed(f"method_args.{key}", value, type(fields[key].default))
+            kind = type(fields[key].default)
+            try:
+                given[key] = as_type(value, kind)
+            except TypeError:
+                raise ValueError(
+                    f"method_args.{key} must be {kind.__name__}, got {value!r}"
+                ) from None
         settings = self.settings(**given)
         if hasattr(settings, "check"):
             try:
@@ -162,15 +169,6 @@ class Method:
             )
         own = {"reward_weights": list(OWN_REWARD_WEIGHTS)} if self.rewards is not None else {}
         object.__setattr__(self, "fixed", {"loss_type": self.loss_type, **own, **self.fixed})
-
-
-def _typed(key: str, value: Any, kind: type) -> Any:
-    """``value`` as the type of its setting's default (an int is accepted for a float)."""
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
-        return value
-    raise ValueError(f"{key} must be {kind.__name__}, got {value!r}")
 
 
 METHODS: Registry[Method] = Registry("method")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gc2po.data.tasks import BENCHMARK, TESTBED, check_task
+from gc2po.errors import as_type
 from gc2po.layout import RunDir
 
 FIELDS_FILE = Path(__file__).with_name("config_fields.json")  # field -> allowed simple types
@@ -155,12 +156,10 @@ def check_value(name: str, value: Any, allowed: list[str]) -> Any:
     if "any" in allowed:
         return value
     for kind in allowed:
-        if kind == "float" and isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        if kind in ("int", "float") and isinstance(value, bool):
+        try:
+            return as_type(value, SIMPLE_TYPES[kind])
+        except TypeError:
             continue
-        if isinstance(value, SIMPLE_TYPES[kind]):
-            return value
     raise ValueError(f"run config: trainer.{name} must be {' or '.join(allowed)}, got {value!r}")
 
 
