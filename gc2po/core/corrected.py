@@ -1,4 +1,4 @@
-"""A corrected GC2PO (a departure from the paper, ``../shared/RESEARCH.md`` sections 1 and 3).
+"""A corrected GC2PO (a departure from the paper; docs/method.md, "Methods").
 
 The paper's token advantage ranks completions by R_out plus lambda_cf * sum_l R_cf over the
 number of tokens (``gc2po.core.advantages``): it rewards short completions with many episodes,

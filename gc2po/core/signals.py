@@ -1,7 +1,7 @@
 """Per-episode signals other than R_cf for the corrected GC2PO (``cf_signal``): the math only.
 
 ``mix_to_correlation`` turns the oracle's episode validity into a signal whose correlation with
-validity is a chosen rho (the dose-response control of issue 31). The correlation is taken
+validity is a chosen rho (the testbed's dose-response control). The correlation is taken
 within a group (one prompt's K completions) and given f: validity and signal are compared after
 removing each (group, f) cell's mean, which is what the signal audit measures
 (``gc2po.audit.signals``) and what the corrected form can add to GRPO's outcome advantage (the

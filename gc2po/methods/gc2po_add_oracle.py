@@ -1,5 +1,5 @@
 """Control (oracle): the corrected GC2PO with R_cf replaced by the testbed oracle's validity of
-each episode (issue 31, a positive control; not in the paper). Everything else is the corrected
+each episode (a positive control; not in the paper). Everything else is the corrected
 form's (lambda_cf, std floor, clip, the group z-score): the only change is the signal, so it
 shows what the corrected form can do with a perfect process signal. With ``cf_signal_rho`` the
 validity is mixed with noise to a within-group correlation rho given f
@@ -24,6 +24,6 @@ register_method(
         "sweeps": ("cf_signal_rho",),
         "fixed": {"cf_signal": "oracle"},
         "fidelity": "not in any paper: a positive control with the testbed oracle's episode "
-        "validity (issue 31); the corrected GC2PO otherwise",
+        "validity; the corrected GC2PO otherwise",
     },
 )(gc2po_add_advantages)

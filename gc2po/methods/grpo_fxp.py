@@ -1,5 +1,5 @@
 """Control (oracle): GRPO trained on f x p, the outcome times the oracle's process validity of the
-completion (issue 31, a positive control; not in the paper). It shows what a perfect process
+completion (a positive control; not in the paper). It shows what a perfect process
 reward can do on the testbed: if even this cannot move a split, no process reward will. Testbed
 only: the oracle grades testbed problems alone."""
 
@@ -32,8 +32,8 @@ outcome_x_validity.reward_range = (0.0, 1.0)
     colour="#2f4f4f",
     order=120,
     rewards={TESTBED: outcome_x_validity},
-    fidelity="not in any paper: a positive control with the testbed oracle's process validity "
-    "(issue 31); GRPO otherwise",
+    fidelity="not in any paper: a positive control with the testbed oracle's process validity; "
+    "GRPO otherwise",
 )
 def grpo_fxp_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     """GRPO's advantages of the reward it trained on (``batch.rewards`` = f x p)."""

@@ -1,4 +1,4 @@
-"""Table 1 layout (SPEC 5) from per-sample evaluation files.
+"""Table 1 layout (the paper's) from per-sample evaluation files.
 
 One block per base model. Rows: the base model, then "+ method" in the paper's order; columns:
 benchmarks in the config's order and their Average (the mean of the benchmark means). Every

@@ -5,7 +5,7 @@ The chance level is the pass@1 of a guesser that never reads the question and dr
 from the train split's answer distribution: sum over answers a of P_train(a) P_split(gold = a).
 
 ``test_rephrase`` and ``test_longer`` are labelled *not learnable from the train split* (a choice
-of the project, issue 31: labelled rather than made reachable): nothing trained on the train
+of the project: labelled rather than made reachable): nothing trained on the train
 split, the tokenizer and the warm start included, sees what they need. ``UNREACHABLE`` says why;
 ``tests/testbed/test_chance.py`` checks each reason against the generator.
 """

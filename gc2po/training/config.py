@@ -1,7 +1,7 @@
 r"""``GC2POConfig``: TRL's ``GRPOConfig`` plus the fields of GC2PO and of the baselines (the
 checks of their values are in ``gc2po.training.config_checks``).
 
-Defaults are the paper's; SPEC 2 fills what the paper leaves open. Each field has a one-line
+Defaults are the paper's; the project chose what the paper leaves open. Each field has a one-line
 ``help`` in its metadata; the longer account, by group:
 
 > Method and precision
@@ -42,7 +42,7 @@ cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
     `gc2po`, which reads EOS for the last episode; `"result"` for the corrected
     `gc2po_add`).
 cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
-    its per-episode signal. 0.1, measured on the testbed's train split (docs/benchmarks.md,
+    its per-episode signal. 0.1, measured on the testbed's train split (docs/measurements.md,
     `benchmarks/std_floor.py`): about 2% of R_cf's within-group variance tracks episode validity;
     a floor of 0.001 gives the bonus 42% of the advantage variance, 0.1 gives it 16%.
 cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to

@@ -97,7 +97,7 @@ def check_vllm_fields(config) -> None:
             raise ValueError(
                 f"{truncated[0]}: with use_vllm and vllm_importance_sampling_correction, "
                 "training rollouts sample the full distribution (a truncated one biases "
-                "the importance ratio, TRL issue 6789)"
+                "the importance ratio, https://github.com/huggingface/trl/issues/6789)"
             )
     if (
         config.use_vllm
@@ -108,7 +108,7 @@ def check_vllm_fields(config) -> None:
             "vllm_enable_sleep_mode: true needs the ratio guard "
             "(ratio_guard_patience > 0 with vllm_importance_sampling_correction): "
             "engine weights lost at a wake-up would otherwise go unnoticed "
-            '(docs/benchmarks.md, "Ratio guard")'
+            '(docs/measurements.md, "Ratio guard")'
         )
 
 
