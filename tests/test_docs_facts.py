@@ -1,8 +1,9 @@
 """Facts in the docs that change with the code are checked against the code: the configs' base
 models, Table 1 methods and job counts (docs/workflow.md, against the configs and dry runs), the
 method table (docs/method.md, against the registry), the memory table (docs/training.md, against
-``gc2po plan``'s rows), the command table (docs/cli.md, against ``gc2po --help``), and the
-README's size, its two commands and its citation (against CITATION.cff)."""
+``gc2po plan``'s rows), the command table (docs/cli.md, against ``gc2po --help``), the default's
+recipe (docs/testbed.md, against the config), and the README's size, its two commands and its
+citation (against CITATION.cff)."""
 
 from __future__ import annotations
 
@@ -144,3 +145,23 @@ def test_the_readme_cites_what_citation_cff_cites():
     assert citation["license"] == "Apache-2.0"
     assert 'license = { text = "Apache-2.0" }' in (ROOT / "pyproject.toml").read_text()
     assert "Apache License" in (ROOT / "LICENSE").read_text().splitlines()[1]
+
+
+def test_the_defaults_recipe_is_the_configs():
+    """docs/testbed.md, "What the default runs": seeds, steps, batch, learning rate, KL."""
+    from gc2po.training.run_config import TRAINER_DEFAULTS
+
+    text = " ".join(page("testbed.md").split("## What the default runs", 1)[1].split())
+    recipe = re.search(
+        r"\((\d+) seeds each, (\d+) steps of (\d+) prompts x (\d+) completions, "
+        r"lr ([\d.e-]+), KL coefficient ([\d.]+)\)",
+        text,
+    )
+    config = load_config(["config/config.yaml"])
+    trainer = {**TRAINER_DEFAULTS, **config["train"]["trainer"]}
+    k = trainer["num_generations"]
+    assert int(recipe[1]) == len(config["seeds"])
+    assert int(recipe[2]) == trainer["max_steps"]
+    assert (int(recipe[3]), int(recipe[4])) == (trainer["per_device_train_batch_size"] // k, k)
+    assert float(recipe[5]) == trainer["learning_rate"]
+    assert float(recipe[6]) == trainer["beta"]
