@@ -82,7 +82,9 @@ def dry_run_jobs(files: list[str]) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("row", config_rows(), ids=lambda row: backticked(row[0])[0])
 def test_a_configs_job_count_is_its_dry_runs(row):
-    assert int(row[4]) == dry_run_jobs(config_files(backticked(row[0])[0]))
+    config = backticked(row[0])[0]
+    jobs = dry_run_jobs(config_files(config))
+    assert int(row[4]) == jobs, f"docs/workflow.md: {row[4]} jobs for {config}, a dry run: {jobs}"
 
 
 def test_the_method_table_is_the_registry():
