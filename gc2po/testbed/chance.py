@@ -7,8 +7,8 @@ from the train split's answer distribution: sum over answers a of P_train(a) P_s
 ``test_rephrase``, ``test_distractor`` and ``test_longer`` are labelled *not learnable from the
 train split* (a choice of the project: labelled rather than made reachable): nothing trained on
 the train split, the tokenizer and the warm start included, sees what they need. A table's Holm
-family holds only the other splits (``gc2po.reporting.captions.holm_family``). ``UNREACHABLE`` says why;
-``tests/testbed/test_chance.py`` checks each reason against the generator.
+family holds only the other splits (``gc2po.reporting.captions.holm_family``). ``UNREACHABLE``
+says why; ``tests/testbed/test_chance.py`` checks each reason against the generator.
 """
 
 from __future__ import annotations
