@@ -26,11 +26,11 @@ def facts():
 def test_sweeps_and_defaults_follow_the_methods_roles(facts):
     assert plan.SWEEP_KEYS == {
         "lambda_exp": ("gc2po", "gc2po_add"),
-        "lambda_cf": ("gc2po", "gc2po_add"),
+        "lambda_cf": ("gc2po", "gc2po_add", "gc2po_add_oracle"),
         "cf_std_floor": ("gc2po_add",),
-        "cf_signal_rho": ("gc2po_add_oracle",),
+        "cf_signal_rho": ("gc2po_add_oracle", "grpo_fxp"),
     }
-    assert plan.SWEEP_METHODS == ("gc2po", "gc2po_add", "gc2po_add_oracle")
+    assert plan.SWEEP_METHODS == ("gc2po", "gc2po_add", "gc2po_add_oracle", "grpo_fxp")
     assert default_sweep_methods(facts) == ["gc2po"]
     config = plan.load_config(CI)
     runs = plan.runs(config, facts)
