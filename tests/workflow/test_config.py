@@ -223,7 +223,7 @@ def test_the_study_runs_the_controls_doses_floors_and_lambdas():
     config = load_config(CONFIGS["testbed_study"])
     runs = {(job.run, job.method) for job in training_jobs(config)}
     rhos = [0.15, 0.3, 0.6, 1.0]  # both dose-responses: the additive and the gated control
-    lambdas = [0.96, 1.91, 2.87]  # around the plain oracle's flip weight
+    lambdas = [1.97, 3.95, 5.92]  # around the plain oracle's flip weight
     assert runs == {
         ("grpo", "grpo"),
         ("gc2po", "gc2po"),

@@ -91,6 +91,7 @@ def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # trains and evaluates two runs: past 600 s on a loaded machine
 def test_a_second_dose_response_renders_its_table_and_figure(tmp_path):
     """At the ci miniature's scale: the gated control's rho sweep beside the paper's lambda sweep,
     each dose response its own table and figure, the measured marker named in the caption."""
