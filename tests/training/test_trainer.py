@@ -337,7 +337,7 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
     "method, override, match",
     [
         ("ppo", {}, r"method: unknown name 'ppo'; valid choices: \["),
-        ("gc2po", {"lambda_cf": 1.5}, r"lambda_cf must be in \[0, 1\]"),
+        ("gc2po", {"lambda_cf": 10.5}, r"lambda_cf must be in \[0, 10\]"),
         ("gc2po", {"lambda_exp": -0.1}, r"lambda_exp must be in \[0, 1\]"),
         ("gc2po", {"num_generations": 1, "per_device_train_batch_size": 4}, "num_generations"),
         (
