@@ -194,9 +194,9 @@ def _row_cells(
             test = paired_macro_test(mine[part], theirs[part])
             row.update(diff_t_p=test.t_p_value, diff_sign_flip_p=test.sign_flip_p_value)
             row["diff_interval"] = captions.interval_text(len(paired_seeds))
-    if trained:  # Holm over the row's benchmarks; the Average, their mean, is not in the family
-        adjusted, verdicts = captions.holm_verdicts([r["diff_t_p"] for r in rows[:-1]])
-        family = captions.holm_family_text(len(benchmarks))
+    if trained:  # Holm over the row's benchmarks the train split can teach (not the Average)
+        adjusted, verdicts = captions.family_holm([r["diff_t_p"] for r in rows[:-1]], benchmarks)
+        family = captions.holm_family_text(benchmarks)
         for row, p, verdict in zip(rows, adjusted, verdicts):
             row.update(diff_holm_p=p, diff_holm_survives=verdict, holm_family=family)
     return rows

@@ -52,9 +52,11 @@ cf_signal (`str`, defaults to `"r_cf"`): corrected GC2PO: the per-episode signal
     `"oracle"` (the testbed oracle's episode validity: a control) or `"answer_dependence"`
     (the fall in the final answer's log-probability without the episode; beyond the paper). A
     signal other than R_cf is set by the method that owns it (`gc2po_add_oracle`,
-    `gc2po_add_answer`), so tables name it.
-cf_signal_rho (`float` or `None`): with `cf_signal: oracle`, mix the oracle's validity with
-    noise to this within-group correlation given f, in (0, 1] (`None`: the validity itself).
+    `gc2po_add_answer`, and `grpo_fxp`, whose oracle signal is its gated reward f x p), so
+    tables name it.
+cf_signal_rho (`float` or `None`): with `cf_signal: oracle`, add noise to the oracle's validity
+    to this within-group correlation given f, in [1e-6, 1] (`None` or 1: the validity itself).
+    For `grpo_fxp` the reward becomes f x p_rho, p computed from that noisy validity.
 
 > Training machinery
 
@@ -146,7 +148,8 @@ class GC2POConfig(GRPOConfig):
     cf_z_clip: float = _help("Corrected GC2PO: R_cf z-scores are clamped to +-cf_z_clip.", 3.0)
     cf_signal: str = _help(f"Corrected GC2PO's per-episode signal, one of {list(SIGNALS)}.", "r_cf")
     cf_signal_rho: float | None = _help(
-        "cf_signal oracle: mixed with noise to this within-group correlation given f, in (0, 1]."
+        "cf_signal oracle: validity plus noise to this within-group correlation given f, in "
+        "[1e-6, 1] (1: the validity itself)."
     )
     sampling_ratio_pass: bool = _help(
         "Extra no-grad pass for old log-probs (sampling-ratio metric).", False

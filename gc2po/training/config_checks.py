@@ -9,6 +9,7 @@ import dataclasses
 
 from gc2po.core.params import RANGES, check_params
 from gc2po.core.perturbations import build_perturbation
+from gc2po.core.signals import MIN_RHO
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
 from gc2po.training.signals import SIGNALS
@@ -81,9 +82,9 @@ def check_signal(config, method) -> None:
             f"uses {own!r}: remove cf_signal or train that method"
         )
     rho = config.cf_signal_rho
-    if rho is not None and (config.cf_signal != "oracle" or not 0 < rho <= 1):
+    if rho is not None and (config.cf_signal != "oracle" or not MIN_RHO <= rho <= 1):
         raise ValueError(
-            f"cf_signal_rho must be in (0, 1] and only mixes cf_signal 'oracle' (method "
+            f"cf_signal_rho must be in [{MIN_RHO}, 1] and only mixes cf_signal 'oracle' (method "
             f"{config.method!r} uses {config.cf_signal!r}), got {rho!r}"
         )
 
