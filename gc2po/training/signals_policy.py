@@ -31,6 +31,7 @@ from gc2po.training.signals import present_episodes, table_width
 
 EQUATION = re.compile(r"(-?\d+)\s*([+\-*])\s*(-?\d+)\s*=\s*(-?\d+)")
 TAG = re.compile(r"</?episode_\d+>")
+INSIDE = re.compile(r"<episode_\d+>(.*?)</episode_\d+>", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,9 @@ def parse_steps(episodes: EpisodeBatch, row: int) -> dict[int, Step]:
         piece = text[start:end]
         match = EQUATION.search(piece)
         if match is None:
-            out[slot] = Step("text:" + re.sub(r"\s+", "", TAG.sub("", piece)))
+            inside = INSIDE.search(piece)  # the last episode's span runs on to the answer
+            bare = inside.group(1) if inside else TAG.sub("", piece)
+            out[slot] = Step("text:" + re.sub(r"\s+", "", bare))
             continue
         key = "eq:" + "".join(match.group(i) for i in (1, 2, 3)) + "=" + match.group(4)
         right = (start + match.start(3), start + match.end(3))
