@@ -159,7 +159,7 @@ def signal_audit(
     f (``rho_unconditional``), the problems where ``rho`` is defined and the episodes; with
     ``transform`` (the run's group size, std floor and clip) also the statistics of the bonus
     training adds (``gc2po.audit.training_stats.training_quantity_correlation``: ``tq``,
-    ``step``, their CIs, ``rms_z``, ``aligned``, ``floor_binds``, ``groups``)."""
+    ``step_matched``, their CIs, ``rms_z``, ``aligned``, ``floor_binds``, ``groups``)."""
     rng = np.random.default_rng(seed)
     out = []
     for column in signal_columns(frame):
@@ -244,9 +244,9 @@ TRAINING_COLUMNS = (
     "tq_ci_high",
     "rms_z",
     "aligned",
-    "step",
-    "step_ci_low",
-    "step_ci_high",
+    "step_matched",
+    "step_matched_ci_low",
+    "step_matched_ci_high",
     "floor_binds",
     "groups",
 )
@@ -285,7 +285,7 @@ def signal_markdown(table: pd.DataFrame, caption: str) -> str:
             f"| {row.model} | {row.step} | {row.signal} | {rho} | {unconditional} | "
             f"{row.problems} | {row.episodes} | {_interval(row.tq, row.tq_ci_low, row.tq_ci_high)} "
             f"| {_number(row.rms_z, '.3f')} | {_number(row.aligned, '+.3f')} "
-            f"| {_interval(row.step, row.step_ci_low, row.step_ci_high)} "
+            f"| {_interval(row.step_matched, row.step_matched_ci_low, row.step_matched_ci_high)} "
             f"| {_number(row.floor_binds, '.0%')} |"
         )
     return "\n".join(lines) + "\n"

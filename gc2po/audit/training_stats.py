@@ -15,7 +15,7 @@ three-step solution about a third. Two statistics of that z, per signal:
   bonus's size: ``rms_z``, the weighted root mean square of z (1 when the floor never binds and
   nothing is clipped), and ``aligned`` = tq * rms_z, the part of the bonus along validity per
   unit lambda_cf, in the outcome advantage's units (its std is 1);
-- ``step`` (step-matched): the same correlation with z and validity both demeaned within each
+- ``step_matched``: the same correlation with z and validity both demeaned within each
   (problem, step index, f) cell: what is left when every completion's step l of a problem is
   compared only with the same step of siblings with the same final correctness. A signal can
   correlate with validity by knowing which step it is (steps differ in operation and operand
@@ -139,8 +139,9 @@ def training_quantity_correlation(
 ) -> dict:
     """The training-quantity and step-matched statistics of one signal column of an episode
     frame (module docstring): ``tq`` with ``tq_ci_low``/``tq_ci_high``, ``rms_z``, ``aligned``,
-    ``step`` with ``step_ci_low``/``step_ci_high``, ``floor_binds`` (the share of groups whose
-    signal sd is below the floor) and ``groups`` (problems with an episode)."""
+    ``step_matched`` with ``step_matched_ci_low``/``step_matched_ci_high``, ``floor_binds``
+    (the share of groups whose signal sd is below the floor) and ``groups`` (problems with an
+    episode)."""
     z = bonus_z(frame, column, transform)
     problem = pd.factorize(frame.problem_id)[0]
     step_cell = pd.factorize(pd.MultiIndex.from_arrays([frame.problem_id, frame.episode, frame.f]))[
@@ -160,16 +161,17 @@ def training_quantity_correlation(
         "tq_ci_high": tq_high,
         "rms_z": rms,
         "aligned": tq * rms if np.isfinite(tq) else float("nan"),
-        "step": step,
-        "step_ci_low": step_low,
-        "step_ci_high": step_high,
+        "step_matched": step,
+        "step_matched_ci_low": step_low,
+        "step_matched_ci_high": step_high,
         "floor_binds": float((group_sd < transform.cf_std_floor).mean()) if len(group_sd) else 0.0,
         "groups": int(len(group_sd)),
     }
 
 
 def step_matched_correlation(frame: pd.DataFrame, column: str, transform: BonusTransform) -> float:
-    """The step-matched statistic alone (``training_quantity_correlation``'s ``step``, no CI)."""
+    """The step-matched statistic alone (``training_quantity_correlation``'s ``step_matched``,
+    without its CI)."""
     z = bonus_z(frame, column, transform)
     problem = pd.factorize(frame.problem_id)[0]
     cells = pd.factorize(pd.MultiIndex.from_arrays([frame.problem_id, frame.episode, frame.f]))[0]

@@ -76,7 +76,7 @@ def test_the_step_matched_statistic_is_the_hand_computed_one():
     expected = (2 / 3) / math.sqrt((4 / 3) * (1 / 3))
     assert step_matched_correlation(small_batch(), "signal", TRANSFORM) == pytest.approx(expected)
     out = training_quantity_correlation(small_batch(), "signal", TRANSFORM, num_resamples=10)
-    assert out["step"] == pytest.approx(expected)
+    assert out["step_matched"] == pytest.approx(expected)
 
 
 def test_a_signal_that_knows_only_the_step_reads_zero_step_matched():
