@@ -19,6 +19,7 @@ operand's tokens.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,6 +137,8 @@ def operand_signal(
     batch. ``logps_of(sequences, positions)``: ``gc2po.training.signals.answer_token_logps``
     bound to a model; ``encode`` a text's ids (no special tokens added); ``piece_of`` one id's
     text."""
+    # the same short texts and prompt tokens recur across a batch: tokenize each once
+    encode, piece_of = functools.cache(encode), functools.cache(piece_of)
     width = table_width(episodes)
     rows = len(episodes.texts)
     sequences, positions, slots = [], [], []
