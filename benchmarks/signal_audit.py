@@ -6,7 +6,7 @@ trains on).
 
     python benchmarks/signal_audit.py --model resources/testbed/models/testbed \\
         --data resources/testbed/data/train.jsonl [--problems 300] [--k 8] [--run gc2po_add] \\
-        [--configfile config/config.yaml ...]
+        [--configfile config/config.yaml ...] [--episodes-csv FILE | --episodes-from FILE]
 """
 
 from __future__ import annotations
@@ -47,6 +47,12 @@ def main() -> None:
     parser.add_argument("--run", default="gc2po_add", help="the run whose settings are used")
     parser.add_argument("--configfile", nargs="+", default=None, help="workflow config(s)")
     parser.add_argument("--episodes-csv", type=Path, default=None, help="write the episode frame")
+    parser.add_argument(
+        "--episodes-from",
+        type=Path,
+        default=None,
+        help="audit an episode frame an earlier run wrote (--episodes-csv) instead of sampling",
+    )
     ns = parser.parse_args()
     torch.set_num_threads(2)
     config = load_config(ns.configfile)
@@ -56,17 +62,23 @@ def main() -> None:
     args = build_args(job.run_config(config))
     audit = AuditSampling(k=ns.k, seed=ns.seed)
     start = time.perf_counter()
-    model, tokenizer, problems, generations, prompts = sample(
-        ns.model, read_jsonl(ns.data), args, audit, ns.problems
-    )
-    batch = prepare(model, tokenizer, prompts, generations, args, audit)
-    episodes = episode_frame(batch, problems, generations, args, audit, model, tokenizer, cf_at)
+    if ns.episodes_from:
+        episodes = pd.read_csv(ns.episodes_from)
+        completions = episodes.groupby(["prompt_index", "sample_index"]).ngroups
+        source = f"{ns.episodes_from} ({completions} completions with an episode)"
+    else:
+        model, tokenizer, problems, generations, prompts = sample(
+            ns.model, read_jsonl(ns.data), args, audit, ns.problems
+        )
+        batch = prepare(model, tokenizer, prompts, generations, args, audit)
+        episodes = episode_frame(batch, problems, generations, args, audit, model, tokenizer, cf_at)
+        source = f"{len(generations)} completions"
     if ns.episodes_csv:
         episodes.to_csv(ns.episodes_csv, index=False)
     transform = BonusTransform(ns.k, args.cf_std_floor, args.cf_z_clip)
     rows = signal_audit(episodes, seed=ns.seed, transform=transform)
     print(
-        f"{ns.model} on {ns.data}: {len(generations)} completions ({ns.problems} problems x "
+        f"{ns.model} on {ns.data}: {source} ({episodes.problem_id.nunique()} problems x "
         f"{ns.k}), {len(episodes)} episodes; settings of run {ns.run!r} (cf_state "
         f"{args.cf_state}, cf_std_floor {args.cf_std_floor}, z clip {args.cf_z_clip}); "
         f"{time.perf_counter() - start:.0f} s\n"
