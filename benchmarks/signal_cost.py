@@ -1,7 +1,10 @@
 """Cost per training step of the corrected GC2PO's per-episode signals: the step time of
 ``gc2po_add`` (R_cf, computed inside the loss forward) beside ``gc2po_add_answer`` (the answer
-dependence: one extra no-grad forward pass per episode and one per completion, at generation)
-and ``gc2po_add_oracle`` (the oracle grading the text), in one run.
+dependence: one extra no-grad forward pass per episode and one per completion, at generation),
+``gc2po_add_oracle`` (the oracle grading the text) and the policy-only signals (beyond the
+paper): ``gc2po_add_agree`` (sibling agreement: parsing only) and ``gc2po_add_operand``
+(operand sensitivity: one no-grad pass per episode with an equation and one per completion), in
+one run; put ``grpo`` first in ``--methods`` for ratios to a GRPO step.
 
 Settings are the default's (``benchmarks/step_time.py``: config/config.yaml ``train.trainer``,
 16 prompts x 8 completions per step, ``--threads`` torch threads); each measurement trains a
@@ -12,6 +15,8 @@ nothing.
 
     OMP_NUM_THREADS=1 python benchmarks/signal_cost.py --model resources/testbed/models/testbed
         [--methods gc2po_add,gc2po_add_answer,gc2po_add_oracle] [--repeats 3] [--steps 3]
+    OMP_NUM_THREADS=1 python benchmarks/signal_cost.py --model resources/testbed/models/testbed \
+        --methods grpo,gc2po_add,gc2po_add_answer,gc2po_add_agree,gc2po_add_operand --repeats 2
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from step_time import NESTED, PhaseTimer, run, train_file  # noqa: E402
 
-SIGNAL_PHASE = "per-episode signal (answer passes, oracle)"
+SIGNAL_PHASE = "per-episode signal (answer or operand passes, agreement, oracle)"
 
 
 def main() -> None:

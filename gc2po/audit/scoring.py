@@ -20,6 +20,7 @@ import torch
 from gc2po.audit.batch import AuditBatch, cf_at, prepare
 from gc2po.audit.signals import episode_frame, signal_audit
 from gc2po.audit.stats import summarise
+from gc2po.audit.training_stats import BonusTransform
 from gc2po.core.advantages import trajectory_token_rewards
 from gc2po.core.groups import grpo_advantage
 from gc2po.testbed.oracle import grade
@@ -189,4 +190,6 @@ def run_audit(
     batch = prepare(model, tokenizer, prompt_texts, generations, args, sampling)
     frame = completion_frame(batch, problems, generations, args, sampling, grid)
     episodes = episode_frame(batch, problems, generations, args, sampling, model, tokenizer, cf_at)
-    return AuditResult(frame, {**summarise(frame), "signals": signal_audit(episodes)}, episodes)
+    transform = BonusTransform(sampling.k, args.cf_std_floor, args.cf_z_clip)
+    signals = signal_audit(episodes, transform=transform)
+    return AuditResult(frame, {**summarise(frame), "signals": signals}, episodes)

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gc2po.audit.training_stats import BonusTransform, training_quantity_correlation
 from gc2po.core.signals import within_group_correlation
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.signals import (
@@ -35,10 +36,21 @@ from gc2po.training.signals import (
     oracle_validity,
     present_episodes,
 )
+from gc2po.training.signals_policy import agreement_signal, operand_signal
 
 
 def oracle_column(rho: float) -> str:
     return f"oracle(rho={rho})"
+
+
+def episode_tokens(episodes, mask: torch.Tensor, width: int) -> torch.Tensor:
+    """[N, width] the number of completion tokens of each episode (as the corrected advantage
+    counts them: real tokens with an episode id)."""
+    ids = episodes.episode_ids
+    inside = mask.bool() & (ids >= 0)
+    counts = torch.zeros(ids.shape[0], max(width, int(ids.max()) + 1 if ids.numel() else 1))
+    counts.scatter_add_(-1, ids.long().clamp(min=0), inside.float())
+    return counts[:, :width]
 
 
 def episode_frame(
@@ -61,6 +73,8 @@ def episode_frame(
         "episode": slots.tolist(),
         "f": f[rows].tolist(),
         "valid": validity[rows, slots].tolist(),
+        # the episode's tokens, which weigh it in training's z-score (gc2po.audit.training_stats)
+        "tokens": episode_tokens(episodes, batch.mask, present.shape[1])[rows, slots].tolist(),
     }
     perturbation = args.counterfactual_params().perturbation
     for choice in STATE_CHOICES:  # the noise seed of the completion audit's columns
@@ -78,6 +92,18 @@ def episode_frame(
     )
     table = answer_dependence(logps_of, batch.prompt_ids, batch.completion_ids, episodes)
     columns["answer_dependence"] = table[rows, slots].tolist()
+    # the signals from the policy alone (beyond the paper), as training computes them
+    agreement, _ = agreement_signal(episodes, batch.rows, sampling.k)
+    columns["sibling_agreement"] = agreement[rows, slots].tolist()
+    operand, written = operand_signal(
+        logps_of,
+        lambda text: tokenizer(text, add_special_tokens=False)["input_ids"],
+        lambda token: tokenizer.decode([token]),
+        batch.prompt_ids,
+        episodes,
+    )
+    columns["operand_sensitivity"] = operand[rows, slots].tolist()
+    columns["result_logprob"] = written[rows, slots].tolist()
     for index, rho in enumerate(sampling.signal_rhos):
         seed = sampling.seed + 7919 * (index + 1)  # one noise draw per level
         table = noisy_oracle(
@@ -87,7 +113,14 @@ def episode_frame(
     return pd.DataFrame(columns)
 
 
-SIGNAL_COLUMNS = ("r_cf@", "answer_dependence", "oracle(")
+SIGNAL_COLUMNS = (
+    "r_cf@",
+    "answer_dependence",
+    "sibling_agreement",
+    "operand_sensitivity",
+    "result_logprob",
+    "oracle(",
+)
 
 
 def signal_columns(frame: pd.DataFrame) -> list[str]:
@@ -115,10 +148,18 @@ def weighted_mean(corr: np.ndarray, episodes: np.ndarray) -> float:
     return float(np.average(corr[defined], weights=episodes[defined]))
 
 
-def signal_audit(frame: pd.DataFrame, num_resamples: int = 1000, seed: int = 0) -> list[dict]:
+def signal_audit(
+    frame: pd.DataFrame,
+    num_resamples: int = 1000,
+    seed: int = 0,
+    transform: BonusTransform | None = None,
+) -> list[dict]:
     """For every signal column of an episode frame: the within-problem correlation with validity
     given f (``rho``) with its 95% bootstrap CI over problems, the same without conditioning on
-    f (``rho_unconditional``), the problems where ``rho`` is defined and the episodes."""
+    f (``rho_unconditional``), the problems where ``rho`` is defined and the episodes; with
+    ``transform`` (the run's group size, std floor and clip) also the statistics of the bonus
+    training adds (``gc2po.audit.training_stats.training_quantity_correlation``: ``tq``,
+    ``step_matched``, their CIs, ``rms_z``, ``aligned``, ``floor_binds``, ``groups``)."""
     rng = np.random.default_rng(seed)
     out = []
     for column in signal_columns(frame):
@@ -140,6 +181,13 @@ def signal_audit(frame: pd.DataFrame, num_resamples: int = 1000, seed: int = 0) 
                 "rho_unconditional": weighted_mean(*within_problem(frame, column, given_f=False)),
                 "problems": int(len(defined)),
                 "episodes": int(len(frame)),
+                **(
+                    training_quantity_correlation(
+                        frame, column, transform, num_resamples=num_resamples, seed=seed
+                    )
+                    if transform is not None
+                    else {}
+                ),
             }
         )
     return out
@@ -151,7 +199,12 @@ def signal_label(column: str) -> str:
         return f"R_cf at {column.removeprefix('r_cf@')}"
     if column.startswith("oracle(rho="):
         return f"noisy oracle, rho = {column[len('oracle(rho=') : -1]} (check)"
-    return {"answer_dependence": "answer dependence (beyond the paper)"}.get(column, column)
+    return {
+        "answer_dependence": "answer dependence (beyond the paper)",
+        "sibling_agreement": "sibling agreement (beyond the paper)",
+        "operand_sensitivity": "operand sensitivity (beyond the paper)",
+        "result_logprob": "written result's log-prob (beyond the paper)",
+    }.get(column, column)
 
 
 def signal_table(audits: list[tuple[str, str, list[dict]]]) -> pd.DataFrame:
@@ -179,9 +232,34 @@ def signal_table(audits: list[tuple[str, str, list[dict]]]) -> pd.DataFrame:
             "rho_unconditional",
             "problems",
             "episodes",
+            *TRAINING_COLUMNS,
             "column",
         ],  # fmt: skip
     )
+
+
+TRAINING_COLUMNS = (
+    "tq",
+    "tq_ci_low",
+    "tq_ci_high",
+    "rms_z",
+    "aligned",
+    "step_matched",
+    "step_matched_ci_low",
+    "step_matched_ci_high",
+    "floor_binds",
+    "groups",
+)
+
+
+def _interval(value, low, high) -> str:
+    if not np.isfinite(value):
+        return "n/a"
+    return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def _number(value, form: str) -> str:
+    return format(value, form) if np.isfinite(value) else "n/a"
 
 
 def signal_markdown(table: pd.DataFrame, caption: str) -> str:
@@ -190,8 +268,9 @@ def signal_markdown(table: pd.DataFrame, caption: str) -> str:
         caption,
         "",
         "| model | step | signal | rho given f [95% CI] | rho (not given f) | problems "
-        "| episodes |",
-        "|---|---|---|---|---|---|---|",
+        "| episodes | training quantity [95% CI] | rms z | aligned | step-matched [95% CI] "
+        "| floor binds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in table.itertuples():
         rho = (
@@ -204,7 +283,10 @@ def signal_markdown(table: pd.DataFrame, caption: str) -> str:
         )
         lines.append(
             f"| {row.model} | {row.step} | {row.signal} | {rho} | {unconditional} | "
-            f"{row.problems} | {row.episodes} |"
+            f"{row.problems} | {row.episodes} | {_interval(row.tq, row.tq_ci_low, row.tq_ci_high)} "
+            f"| {_number(row.rms_z, '.3f')} | {_number(row.aligned, '+.3f')} "
+            f"| {_interval(row.step_matched, row.step_matched_ci_low, row.step_matched_ci_high)} "
+            f"| {_number(row.floor_binds, '.0%')} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -214,5 +296,13 @@ SIGNAL_CAPTION = (
     "given f (signal and validity demeaned within each problem's f = 0 and f = 1 completions; "
     "per-problem correlations averaged over the problems where both vary, weighted by their "
     "episodes), with a 95% bootstrap CI over problems; the noisy oracle rows must read their "
-    "nominal rho (they check that the audit measures what training uses)."
+    "nominal rho (they check that the within-problem statistic measures what the noise mixing "
+    "sets). Training quantity: the correlation of the bonus training adds (the signal z-scored "
+    "over each group's episodes weighted by their share of their completion's tokens, with the "
+    "run's std floor and clip) with validity demeaned within the group, share-weighted, pooled "
+    "over every group; rms z: the bonus's weighted root mean square per unit lambda_cf (the "
+    "outcome advantage's std is 1); aligned: training quantity x rms z, the part of the bonus "
+    "along validity; step-matched: the same correlation with bonus and validity demeaned within "
+    "each (problem, step index, f) cell (a signal that knows only which step it is reads about 0); "
+    "floor binds: the share of groups whose signal std is below the floor. CIs resample problems."
 )

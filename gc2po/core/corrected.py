@@ -50,6 +50,45 @@ def _weighted_stat(grouped: torch.Tensor, which: str) -> torch.Tensor:
     return mean.unsqueeze(1).expand(-1, grouped.shape[1])
 
 
+def episode_shares(tokens_per_episode: torch.Tensor) -> torch.Tensor:
+    """[B, Lmax] tokens of each episode -> [B, Lmax] float64 s_{k,l} = T_{k,l} / T_k (0 in a row
+    with no episode token)."""
+    tokens = tokens_per_episode.double()
+    return tokens / tokens.sum(-1, keepdim=True).clamp(min=1)
+
+
+def signal_z_scores(
+    signal: torch.Tensor,
+    share: torch.Tensor,
+    row_index: torch.Tensor,
+    group_size: int,
+    *,
+    cf_std_floor: float,
+    cf_z_clip: float,
+    gather: Gather | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """z_{k,l} of the module docstring: signal [B, Lmax] (finite), share [B, Lmax] (from
+    :func:`episode_shares`), row_index [B] -> (z [B, Lmax] float64, the group's sd [B]). The one
+    transformation of a per-episode signal that training applies; the signal audit calls it too
+    (``gc2po.audit.training_stats``), so the two cannot drift apart."""
+    signal = signal.double()
+    pairs = torch.stack([share.double(), signal], dim=1)  # [B, 2, Lmax]
+    mean, std = (
+        group_normalised(
+            pairs,
+            row_index,
+            group_size,
+            gather=gather,
+            estimator=lambda grouped, w=which: _weighted_stat(grouped, w),
+        )
+        for which in ("mean", "std")
+    )  # [B] each
+    z = ((signal - mean.unsqueeze(-1)) / std.clamp(min=cf_std_floor).unsqueeze(-1)).clamp(
+        -cf_z_clip, cf_z_clip
+    )
+    return z, std
+
+
 def additive_token_advantages(
     r_out: torch.Tensor,
     episode_ids: torch.Tensor,
@@ -84,20 +123,15 @@ def additive_token_advantages(
     )  # [B], 0 if unscored
 
     tokens_per_ep = torch.zeros_like(r_cf).scatter_add_(-1, ep, in_episode.double())  # [B, Lmax]
-    share = tokens_per_ep / tokens_per_ep.sum(-1, keepdim=True).clamp(min=1)
-    pairs = torch.stack([share, r_cf], dim=1)  # [B, 2, Lmax]
-    mean, std = (
-        group_normalised(
-            pairs,
-            row_index,
-            group_size,
-            gather=gather,
-            estimator=lambda grouped, w=which: _weighted_stat(grouped, w),
-        )
-        for which in ("mean", "std")
-    )  # [B] each
-    z = ((r_cf - mean.unsqueeze(-1)) / std.clamp(min=cf_std_floor).unsqueeze(-1)).clamp(
-        -cf_z_clip, cf_z_clip
+    share = episode_shares(tokens_per_ep)
+    z, std = signal_z_scores(
+        r_cf,
+        share,
+        row_index,
+        group_size,
+        cf_std_floor=cf_std_floor,
+        cf_z_clip=cf_z_clip,
+        gather=gather,
     )
 
     bonus = torch.where(

@@ -14,7 +14,7 @@ from trl.models.utils import unwrap_model_for_generation
 
 from gc2po.methods import RolloutBatch
 from gc2po.models.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
-from gc2po.training import scoring, signals
+from gc2po.training import scoring, signals, signals_policy
 from gc2po.training.distributed import gather_keyed_rows, gathered_lm_head
 from gc2po.training.episode_states import state_table
 from gc2po.training.episodes import EpisodeBatch, segment_completions
@@ -104,23 +104,30 @@ class BatchScoringMixin:
         [B, Lmax] per episode, and its metrics."""
         args = self.args
         if args.cf_signal == "answer_dependence":
-
-            def logps_of(sequences, positions):
-                with self._generation_context() as model:
-                    return signals.answer_token_logps(
-                        model,
-                        sequences,
-                        positions,
-                        pad_id=self.processing_class.pad_token_id,
-                        temperature=self.temperature,
-                        batch_size=args.per_device_train_batch_size,
-                    )
-
+            logps_of = self._policy_logps
             prompts, completions = (
                 [ids[m.bool()].tolist() for ids, m in zip(output[f"{part}_ids"], output[mask])]
                 for part, mask in (("prompt", "prompt_mask"), ("completion", "completion_mask"))
             )
             table, metrics = signals.answer_signal(logps_of, prompts, completions, episodes)
+        elif args.cf_signal == "sibling_agreement":
+            table, metrics = signals_policy.agreement_signal(
+                episodes, batch.row_index, batch.group_size
+            )
+        elif args.cf_signal == "operand_sensitivity":
+            tokenizer = self.processing_class
+            prompts = [
+                ids[m.bool()].tolist()
+                for ids, m in zip(output["prompt_ids"], output["prompt_mask"])
+            ]
+            table, _ = signals_policy.operand_signal(
+                self._policy_logps,
+                lambda text: tokenizer(text, add_special_tokens=False)["input_ids"],
+                lambda token: tokenizer.decode([token]),
+                prompts,
+                episodes,
+            )
+            metrics = signals_policy.operand_metrics(table, episodes)
         else:
             micro = self._step % args.gradient_accumulation_steps
             table, metrics = signals.oracle_signal(
@@ -134,6 +141,19 @@ class BatchScoringMixin:
                 trajectory=self.method.trajectory_signal,
             )
         return table.to(batch.completion_mask.device), metrics
+
+    def _policy_logps(self, sequences, positions):
+        """The sampling policy's log-probs of the tokens at ``positions`` of each sequence
+        (``gc2po.training.signals.answer_token_logps``), no grad."""
+        with self._generation_context() as model:
+            return signals.answer_token_logps(
+                model,
+                sequences,
+                positions,
+                pad_id=self.processing_class.pad_token_id,
+                temperature=self.temperature,
+                batch_size=self.args.per_device_train_batch_size,
+            )
 
     # -- forward requests ------------------------------------------------------------------------
     @torch.no_grad()

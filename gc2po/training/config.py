@@ -49,11 +49,14 @@ cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamp
     +-cf_z_clip.
 cf_signal (`str`, defaults to `"r_cf"`): corrected GC2PO: the per-episode signal it z-scores,
     one of `gc2po.training.signals.SIGNALS`: `"r_cf"` (the paper's counterfactual reward),
-    `"oracle"` (the testbed oracle's episode validity: a control) or `"answer_dependence"`
-    (the fall in the final answer's log-probability without the episode; beyond the paper). A
+    `"oracle"` (the testbed oracle's episode validity: a control), `"answer_dependence"`
+    (the fall in the final answer's log-probability without the episode; beyond the paper),
+    `"sibling_agreement"` (the share of the group's other completions whose same step writes
+    the same equation; beyond the paper) or `"operand_sensitivity"` (the fall of the written
+    result's log-probability when the episode's operand is changed; beyond the paper). A
     signal other than R_cf is set by the method that owns it (`gc2po_add_oracle`,
-    `gc2po_add_answer`, and `grpo_fxp`, whose oracle signal is its gated reward f x p), so
-    tables name it.
+    `gc2po_add_answer`, `gc2po_add_agree`, `gc2po_add_operand`, and `grpo_fxp`, whose oracle
+    signal is its gated reward f x p), so tables name it.
 cf_signal_rho (`float` or `None`): with `cf_signal: oracle`, add noise to the oracle's validity
     to this within-group correlation given f, in [1e-6, 1] (`None` or 1: the validity itself).
     For `grpo_fxp` the reward becomes f x p_rho, p computed from that noisy validity.

@@ -12,7 +12,9 @@ z-scores it (lambda_cf, floor, clip unchanged).
   computed from that per-episode signal (``gc2po.core.signals.gated_validity``);
 - ``answer_dependence`` (beyond the paper): the fall in the log-probability of the final answer
   when the episode is removed from the context (``gc2po.core.signals.answer_logprob_drop``),
-  one no-grad forward pass per episode and one per completion.
+  one no-grad forward pass per episode and one per completion;
+- ``sibling_agreement``, ``operand_sensitivity`` (beyond the paper): from the policy alone
+  (``gc2po.training.signals_policy``).
 
 The trainer (``gc2po.training.batch_scoring``) and the signal audit (``gc2po.audit.signals``)
 call these same functions on the same segmentation, so the audit measures what training uses.
@@ -35,7 +37,8 @@ from gc2po.core.signals import (
 )
 from gc2po.training.episodes import EpisodeBatch
 
-SIGNALS = ("r_cf", "oracle", "answer_dependence")
+# the last two: from the policy alone, beyond the paper (gc2po.training.signals_policy)
+SIGNALS = ("r_cf", "oracle", "answer_dependence", "sibling_agreement", "operand_sensitivity")
 FINAL_BOX = re.compile(r"\\boxed\{([^{}]*)\}")  # the final answer is the last box's content
 
 

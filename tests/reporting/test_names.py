@@ -30,6 +30,8 @@ SHOWN = [
     ("gc2po_add_no_rcf", "GC2PO (corrected) w/o R_cf", "#c49c94"),
     ("gc2po_add_oracle", "Control (oracle): GC2PO (corrected, oracle validity)", "#e7969c"),
     ("gc2po_add_answer", "GC2PO (corrected, answer dependence; beyond the paper)", "#6b6ecf"),
+    ("gc2po_add_agree", "GC2PO (corrected, sibling agreement; beyond the paper)", "#9c9ede"),
+    ("gc2po_add_operand", "GC2PO (corrected, operand sensitivity; beyond the paper)", "#5254a3"),
     # the positive control of issue 31, after every method it controls for
     ("grpo_fxp", "Control (oracle): GRPO on f x p", "#2f4f4f"),
 ]

@@ -162,6 +162,8 @@ def test_each_method_trains_and_its_advantages_are_its_core_entry_points(
             "r_cf": ["gc2po/s_sta", "gc2po/s_exp", "gc2po/r_cf"],
             "oracle": ["signal/oracle_validity"],
             "answer_dependence": ["signal/answer_dependence", "signal/answer_found"],
+            "sibling_agreement": ["signal/sibling_agreement"],
+            "operand_sensitivity": ["signal/operand_sensitivity"],
         }[trainer.args.cf_signal]
     if METHODS[method].rewards:  # the reward it trains on, beside the outcome
         expected += [f"rewards/{f.__name__}/mean" for f in METHODS[method].rewards.values()]

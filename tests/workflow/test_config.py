@@ -47,12 +47,16 @@ ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
     "gc2po_add_no_rcf": "gc2po_add_advantages",
     "gc2po_add_oracle": "gc2po_add_advantages",  # the same form on another signal (cf_signal)
     "gc2po_add_answer": "gc2po_add_advantages",
+    "gc2po_add_agree": "gc2po_add_advantages",
+    "gc2po_add_operand": "gc2po_add_advantages",
     "grpo_fxp": "grpo_fxp_advantages",
 }
 SIGNAL = {  # else r_cf
     "gc2po_add_oracle": "oracle",
     "grpo_fxp": "oracle",  # its gated reward f x p_rho, one value per completion
     "gc2po_add_answer": "answer_dependence",
+    "gc2po_add_agree": "sibling_agreement",
+    "gc2po_add_operand": "operand_sensitivity",
 }
 BETA = {
     "dr_grpo": 0.0,
