@@ -110,10 +110,12 @@ def run_steps(
     completion_length: int,
     workdir: Path,
     precision: str | None = None,
+    beta: float | None = None,
 ) -> dict:
     """Train ``steps`` steps of ``variant`` (a method name, or "trl_grpo" for TRL's own
     GRPOTrainer with the GRPO settings) from the saved weights; returns per-step times, grad
-    norms, skipped steps and peak GPU memory."""
+    norms, skipped steps and peak GPU memory. ``beta``: the KL weight (None: the method's own;
+    GRPO fixes 0, so a GC2PO / GRPO step ratio at matched settings sets 0 for both)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
@@ -142,6 +144,8 @@ def run_steps(
     }
     if precision:
         run["precision"] = precision
+    if beta is not None:
+        run["trainer"]["beta"] = beta
     args = build_args(run)
     args.metrics_path = None
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
