@@ -17,6 +17,8 @@ from transformers import TrainerCallback
 SHAPES = {  # (architecture, hidden, layers, heads, kv heads, intermediate, vocab, tied embeddings)
     "smollm2-135m": ("llama", 576, 30, 9, 3, 1536, 49_152, True),
     "qwen2.5-1.5b": ("qwen2", 1536, 28, 12, 2, 8960, 151_936, True),
+    # DeepScaleR-1.5B-Preview / R1-Distill-Qwen-1.5B: Qwen2.5-Math-1.5B's shape, untied head
+    "deepscaler-1.5b": ("qwen2", 1536, 28, 12, 2, 8960, 151_936, False),
     "tiny": ("qwen2", 64, 2, 4, 2, 128, 2_048, True),  # for the benchmarks' own test
 }
 

@@ -29,7 +29,7 @@ Three phases share a GPU; the plan is the largest of them. What each holds, term
   hidden copy and per-token statistics, the fp32 gradient of the hidden states, the fp32
   gradient of the head weight and its copy. With Triton (CUDA) one bf16 tile is live; without it
   (``trl.kernels.chunked_logprob``'s torch fallback, which also scores every position, not only
-  completion tokens) a tile's float32 transforms and gradient pieces are:
+  completion tokens) holds a tile's float32 transforms and gradient pieces at once:
   ``FUSED_HEAD_FALLBACK_FP32_TILES`` fp32 tiles plus the bf16 buffer, 8.19 fp32-tile equivalents
   measured with torch's CPU memory profiler on the kernel's forward + backward (log-probs
   and entropy requested, gradient through the log-probs, as TRL's loss does). Whether a machine
@@ -55,8 +55,10 @@ settings that produced them): the real ``gc2po train`` at DeepScaleR-1.5B's shap
 (grpo and gc2po at 8 x 728 tokens a micro-batch, the paper's layout at 1 x 1,240; peaks of
 ``nvidia-smi``'s memory in use) and ``benchmarks/gpu_smoke.py`` on an H200 (64 x 472 tokens in
 one micro-batch, no checkpointing; ``torch.cuda.max_memory_allocated``): the plan is never below a
-measured peak and at most 25% above it. ``benchmarks/gpu_check.py`` repeats those measurements
-on a lent GPU in one command.
+measured peak and at most 25% above it. Not yet explained: GRPO (no reference model) peaked
+where GC2PO with a 6.6 GiB reference did, so the plan, which adds the reference, is 17% above
+the GC2PO peak. ``benchmarks/gpu_check.py`` repeats the measurements on a lent GPU in one
+command, with the allocated and reserved peaks from inside each training process.
 """
 
 from __future__ import annotations
