@@ -22,6 +22,7 @@ def load_script():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # five child processes; each loads torch, transformers and trl
 def test_gpu_check_runs_every_stage_on_cpu(tmp_path, capsys):
     summary = load_script().main(
         [
