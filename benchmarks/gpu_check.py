@@ -18,8 +18,10 @@ Memory of a training run, by meter: on a GPU, the peak of ``nvidia-smi --query-g
 sampled every 100 ms (what the plan is checked against: it counts the CUDA context and the
 caching allocator's reserve) and, from inside the process, ``torch.cuda.max_memory_allocated``
 and ``max_memory_reserved``; on CPU, the peak resident set size of the training process (sampled
-every 50 ms; not comparable with the plan, which is per GPU). Every log goes into one tar file in
-``--out``; a ``sitecustomize.py`` on the children's path prints where a timed-out process was.
+every 50 ms; not comparable with the plan, which is per GPU). Two files go to ``--out``: every
+log, config and metrics file in one tar file, and the summary as JSON (the model and the runs are
+built in a temporary folder, removed at the end); a ``sitecustomize.py`` on the children's path
+prints where a timed-out process was.
 
     python benchmarks/gpu_check.py --shape deepscaler-1.5b --out DIR     # a lent GPU, ~8 min
     python benchmarks/gpu_check.py --shape tiny --out DIR --steps 2 --completion-length 8 \\
@@ -32,10 +34,12 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -190,7 +194,9 @@ def longest_prompt(model_dir: Path, data: Path) -> int:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="deepscaler-1.5b", choices=sorted(SHAPES))
-    parser.add_argument("--out", type=Path, required=True, help="folder for the logs' tar file")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="folder for the logs' tar file and the summary"
+    )
     parser.add_argument("--steps", type=int, default=3, help="steps per run; the first is warm-up")
     parser.add_argument("--completions", type=int, default=8, help="K, and sequences a step")
     parser.add_argument("--completion-length", type=int, default=512)
@@ -205,7 +211,29 @@ def main(argv: list[str] | None = None) -> dict:
 
     gpu = torch.cuda.is_available()
     args.out.mkdir(parents=True, exist_ok=True)
-    work = args.out / "work"
+    # the model and the runs stay out of --out: a lent machine sends back only a few small files
+    work = Path(tempfile.mkdtemp(prefix="gpu_check_"))
+    try:
+        return check(args, work, gpu)
+    finally:  # the logs come back even when a stage failed
+        archive(work, args.out / "gpu_check_logs.tar.gz")
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def archive(work: Path, path: Path) -> None:
+    with tarfile.open(path, "w:gz") as tar:
+        if (work / "logs").exists():
+            tar.add(work / "logs", arcname="logs")
+        for config in work.glob("*.yaml"):
+            tar.add(config, arcname=f"configs/{config.name}")
+        for metrics in (work / "runs").glob("*/metrics.jsonl"):
+            tar.add(metrics, arcname=f"metrics/{metrics.parent.name}.jsonl")
+    print(f"logs: {path}")
+
+
+def check(args, work: Path, gpu: bool) -> dict:
+    import torch
+
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     hooks = work / "hooks"
@@ -240,7 +268,7 @@ def main(argv: list[str] | None = None) -> dict:
         gpu,
     )
     if status != 0:
-        raise SystemExit(f"gpu_check: the model build failed (exit {status}); see {logs}")
+        raise SystemExit(f"gpu_check: the model build failed (exit {status}); see build.log")
     model_dir, data = work / "model", work / "train.jsonl"
     prompt_length = longest_prompt(model_dir, data)
     shape = model_shape(args.shape)
@@ -359,14 +387,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     summary = report(results, build_s, eval_status, eval_s, args, gpu)
     (logs / "summary.json").write_text(json.dumps(summary, indent=2))
-    archive = args.out / "gpu_check_logs.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(logs, arcname="logs")
-        for path in work.glob("*.yaml"):
-            tar.add(path, arcname=f"configs/{path.name}")
-        for path in (work / "runs").glob("*/metrics.jsonl"):
-            tar.add(path, arcname=f"metrics/{path.parent.name}.jsonl")
-    print(f"logs: {archive}")
+    (args.out / "gpu_check_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 

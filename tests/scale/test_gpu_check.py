@@ -59,6 +59,10 @@ def test_gpu_check_runs_every_stage_on_cpu(tmp_path, capsys):
     assert summary["step_ratio"] > 0
     assert summary["eval"]["status"] == 0, out
     assert "GC2PO / GRPO step ratio at beta 0" in out and "| grpo | 0 |" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "gpu_check_logs.tar.gz",
+        "gpu_check_summary.json",
+    ]  # the model and the runs stay out of --out
     with tarfile.open(tmp_path / "gpu_check_logs.tar.gz") as tar:
         names = set(tar.getnames())
     assert {"logs/build.log", "logs/grpo.log", "logs/eval.log", "logs/summary.json"} <= names
