@@ -17,6 +17,8 @@ from transformers import TrainerCallback
 SHAPES = {  # (architecture, hidden, layers, heads, kv heads, intermediate, vocab, tied embeddings)
     "smollm2-135m": ("llama", 576, 30, 9, 3, 1536, 49_152, True),
     "qwen2.5-1.5b": ("qwen2", 1536, 28, 12, 2, 8960, 151_936, True),
+    # DeepScaleR-1.5B-Preview / R1-Distill-Qwen-1.5B: Qwen2.5-Math-1.5B's shape, untied head
+    "deepscaler-1.5b": ("qwen2", 1536, 28, 12, 2, 8960, 151_936, False),
     "tiny": ("qwen2", 64, 2, 4, 2, 128, 2_048, True),  # for the benchmarks' own test
 }
 
@@ -110,10 +112,12 @@ def run_steps(
     completion_length: int,
     workdir: Path,
     precision: str | None = None,
+    beta: float | None = None,
 ) -> dict:
     """Train ``steps`` steps of ``variant`` (a method name, or "trl_grpo" for TRL's own
     GRPOTrainer with the GRPO settings) from the saved weights; returns per-step times, grad
-    norms, skipped steps and peak GPU memory."""
+    norms, skipped steps and peak GPU memory. ``beta``: the KL weight (None: the method's own;
+    GRPO fixes 0, so a GC2PO / GRPO step ratio at matched settings sets 0 for both)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
@@ -142,6 +146,8 @@ def run_steps(
     }
     if precision:
         run["precision"] = precision
+    if beta is not None:
+        run["trainer"]["beta"] = beta
     args = build_args(run)
     args.metrics_path = None
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32

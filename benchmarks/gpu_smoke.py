@@ -6,6 +6,7 @@ and the number of skipped (non-finite) steps. The first step of each run is a wa
 timed. On a machine without a GPU it runs on the CPU (use ``--shape tiny``).
 
     python benchmarks/gpu_smoke.py [--shape qwen2.5-1.5b] [--steps 11] [--precision bf16-mixed]
+        [--beta 0]
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--precision", default=None, help="bf16-mixed (GPU default) | bf16 | fp32 (CPU default)"
     )
+    parser.add_argument(
+        "--beta",
+        type=float,
+        default=None,
+        help="KL weight for both methods (default: each method's own, GRPO 0 and GC2PO 0.04; "
+        "0 compares the two at matched settings)",
+    )
     args = parser.parse_args(argv)
     if args.steps < 2:
         parser.error("--steps must be >= 2 (one warm-up step and at least one timed step)")
@@ -45,7 +53,8 @@ def main(argv: list[str] | None = None) -> dict:
         f"shape={args.shape} device={device} torch={torch.__version__} steps={args.steps} "
         f"K={args.k} "
         f"batch={args.batch} completion_length={args.completion_length} "
-        f"precision={args.precision or 'default'}"
+        f"precision={args.precision or 'default'} "
+        f"beta={'each method' if args.beta is None else args.beta}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -62,13 +71,14 @@ def main(argv: list[str] | None = None) -> dict:
             completion_length=args.completion_length,
             workdir=workdir,
             precision=args.precision,
+            beta=args.beta,
         )
     for variant, result in results.items():
         finite = all(math.isfinite(g) for g in result["grad_norms"])
         peak = "n/a (no GPU)" if result["peak_gib"] is None else f"{result['peak_gib']:.2f} GiB"
         print(
-            f"{variant:9s} median step {result['median']:.3f} s over {len(result['times'])} "
-            "timed steps, "
+            f"{variant:9s} step min {min(result['times']):.3f} median {result['median']:.3f} "
+            f"max {max(result['times']):.3f} s over {len(result['times'])} timed steps, "
             f"peak GPU memory {peak}, skipped steps {result['skipped']}, "
             f"grad norms finite: {finite} ({', '.join(f'{g:.3g}' for g in result['grad_norms'])})"
         )

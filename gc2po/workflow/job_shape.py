@@ -56,6 +56,22 @@ class ModelShape:
         (bf16 and its fp32 copy), its rstd and the token id."""
         return self.layers * 2 * self.hidden + 6 * self.hidden + 12
 
+    def mixed_layer_activation_bytes_per_token(self) -> int:
+        """:meth:`layer_activation_bytes_per_token` for fp32 weights under bf16 autocast
+        (``bf16-mixed``): the residual stream and the RMSNorm outputs stay fp32, 10 more bytes per
+        hidden unit (measured on transformers' Qwen2 under CPU autocast, tests/scale)."""
+        return self.layer_activation_bytes_per_token() + 10 * self.hidden
+
+    def mixed_checkpoint_bytes_per_token(self) -> int:
+        """:meth:`checkpoint_bytes_per_token` under ``bf16-mixed``: each layer's input is fp32
+        (4 bytes per hidden unit), the final norm keeps its fp32 input, output and rstd."""
+        return self.layers * 4 * self.hidden + 8 * self.hidden + 12
+
+    def linear_params(self) -> int:
+        """Parameters that pass through ``F.linear`` (every projection, q/k/v biases, the LM
+        head; a tied head is the embedding matrix again): what bf16 autocast casts."""
+        return self.layers * (self.layer_params() - 2 * self.hidden) + self.vocab * self.hidden
+
 
 # Shapes of the paper's policies (config.json of each Hub model; read in stored public sources:
 # R1-Distill-Qwen-1.5B's Qwen2Config dump and, for both 7B models, the unpruned module shapes in
@@ -156,6 +172,12 @@ class JobShape:
                 f"beta must be >= 0 and gpu_memory_gib > 0, got {self.beta!r}, "
                 f"{self.gpu_memory_gib!r}"
             )
+
+    @property
+    def mixed_precision(self) -> bool:
+        """fp32 weights trained under bf16 autocast: how a job without ZeRO runs (``bf16-mixed``);
+        DeepSpeed's bf16 keeps the weights themselves in bf16."""
+        return self.zero_stage == 0
 
     @property
     def sequence_length(self) -> int:

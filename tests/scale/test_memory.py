@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -204,6 +207,93 @@ def test_activation_bytes_match_transformers_qwen2():
     three.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     three.train()
     assert saved_activation_bytes(three, ids) == tokens * shape.checkpoint_bytes_per_token()
+
+
+def test_bf16_mixed_activation_and_cast_weight_bytes_match_transformers_qwen2():
+    """fp32 weights under bf16 autocast (``bf16-mixed``), on CPU: the per-token bytes of a layer
+    (the difference of two token counts), the per-layer constant (autocast's bf16 copies of the
+    linear weights) and the checkpointed bytes per token, as the plan counts them."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    shape = ModelShape(
+        hidden=128,
+        layers=3,
+        heads=4,
+        kv_heads=2,
+        intermediate=352,
+        vocab=300,
+        tied_embeddings=False,
+    )
+
+    def build(layers):
+        torch.manual_seed(0)
+        config = Qwen2Config(
+            hidden_size=shape.hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=shape.heads,
+            num_key_value_heads=shape.kv_heads,
+            intermediate_size=shape.intermediate,
+            vocab_size=shape.vocab,
+            attn_implementation="sdpa",
+        )
+        return Qwen2ForCausalLM(config)  # fp32
+
+    def saved(model, tokens):
+        ids = torch.randint(0, shape.vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return saved_activation_bytes(model, ids)
+
+    one, three = build(1), build(3)
+    per_layer = {t: (saved(three, t) - saved(one, t)) / 2 for t in (80, 160)}
+    assert (per_layer[160] - per_layer[80]) / 80 == shape.mixed_layer_activation_bytes_per_token()
+    layer_linear = shape.layer_params() - 2 * shape.hidden  # projections and q/k/v biases
+    biases = shape.hidden + 2 * shape.kv_dim  # cast and cached, but not saved for backward
+    constant = per_layer[80] - 80 * shape.mixed_layer_activation_bytes_per_token()
+    assert constant == 2 * (layer_linear - biases)
+    assert shape.linear_params() == 3 * layer_linear + shape.vocab * shape.hidden
+    three.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    three.train()
+    assert saved(three, 80) == 80 * shape.mixed_checkpoint_bytes_per_token()
+
+
+# the CPU memory timeline has no replacement yet (the one torch names is CUDA's snapshot)
+@pytest.mark.filterwarnings("ignore:`export_memory_timeline` is deprecated:FutureWarning")
+def test_fused_head_fallback_holds_at_most_the_planned_tiles():
+    """TRL's chunked log-prob head without Triton (the torch fallback, as on CPU): the peak of
+    its forward + backward, from torch's memory profiler, fits the tiles the plan counts
+    (FUSED_HEAD_FALLBACK_FP32_TILES fp32 tiles and one bf16 tile) and exceeds one less."""
+    import json
+
+    from torch.profiler import ProfilerActivity, profile
+    from trl.kernels.chunked_logprob import ChunkedLogProbFunction
+
+    from gc2po.workflow.memory import FUSED_HEAD_FALLBACK_FP32_TILES
+
+    tokens, hidden, vocab = 256, 16, 32768  # one tile of 256 x 32768
+    generator = torch.Generator().manual_seed(0)
+    states = torch.randn(tokens, hidden, generator=generator, requires_grad=True)
+    weight = torch.randn(vocab, hidden, generator=generator, requires_grad=True)
+    labels = torch.randint(0, vocab, (tokens,), generator=generator)
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logps, *_ = ChunkedLogProbFunction.apply(
+                states, weight, None, labels, 1.0, 32768, None, 1.0, ("log_probs", "entropy")
+            )
+        logps.sum().backward()
+
+    step()
+    with profile(
+        activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True, with_stack=True
+    ) as prof:
+        step()
+    path = Path(tempfile.mkdtemp()) / "timeline.json"
+    prof.export_memory_timeline(str(path), device="cpu")
+    _, sizes = json.loads(path.read_text())
+    peak = max(sum(s) for s in sizes)
+    tile = tokens * vocab
+    assert (4 * (FUSED_HEAD_FALLBACK_FP32_TILES - 1) + 2) * tile < peak
+    assert peak <= (4 * FUSED_HEAD_FALLBACK_FP32_TILES + 2) * tile
 
 
 # --- monotonicity ---------------------------------------------------------------------------
