@@ -73,6 +73,7 @@ def script_value(dom: str, name: str):
 
 
 def snakemake_report(work: Path, report: Path) -> subprocess.CompletedProcess:
+    """``snakemake --report`` run from ``work`` as a user runs it there (the configs relative)."""
     return subprocess.run(
         [
             sys.executable,
@@ -80,12 +81,11 @@ def snakemake_report(work: Path, report: Path) -> subprocess.CompletedProcess:
             "snakemake",
             "-s",
             str(ROOT / "Snakefile"),
-            "-d",
-            str(work),
             *CI_CONFIG,
             "--report",
             str(report),
         ],
+        cwd=work,
         capture_output=True,
         text=True,
         timeout=600,
