@@ -124,10 +124,11 @@ def check_benchmarks(config: dict) -> None:
                 f"valid ({what}): {known}"
             )
     evaluated = list(evaluate["benchmarks"])
+    # not evaluate.n_per_benchmark: a dict, merged key by key, so an overlay on the default keeps
+    # the default's splits there (config/paper.yaml layered on config/config.yaml); they are unused
     named = {
         "report.table1_benchmarks": report.get("table1_benchmarks") or [],
         "report.generalization_benchmarks": report.get("generalization_benchmarks") or [],
-        "evaluate.n_per_benchmark": list(evaluate.get("n_per_benchmark") or {}),
         "evaluate.learning_curve.benchmarks": (evaluate.get("learning_curve") or {}).get(
             "benchmarks", []
         ),
