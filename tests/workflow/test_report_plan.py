@@ -165,3 +165,10 @@ def test_every_shipped_config_shows_every_method_it_trains(overlay, facts):
         else [ROOT / "config/config.yaml", ROOT / "config" / overlay]
     )
     report_plan.check(plan.load_config(files), facts, MEASURE_SPLITS)
+
+
+@pytest.mark.parametrize("overlay", ["paper.yaml", "smollm2.yaml"])
+def test_a_complete_config_layered_on_the_default_passes_the_check(overlay, facts):
+    """As the cluster plan test layers them: the default's dict keys (n_per_benchmark) stay."""
+    config = plan.load_config([ROOT / "config/config.yaml", ROOT / "config" / overlay])
+    report_plan.check(config, facts, MEASURE_SPLITS)
