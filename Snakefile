@@ -21,6 +21,12 @@ from gc2po.reporting import rulegraph
 
 rulegraph.install()
 
+# `snakemake --report` before the run: one line naming what to run first, not a warning per
+# missing output and then a missing-file error (gc2po.reporting.report_guard)
+from gc2po.reporting import report_guard
+
+report_guard.install(workflow.overwrite_configfiles)
+
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
@@ -30,6 +36,7 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/audit.smk"
 include: "workflow/rules/mechanism.smk"
+include: "workflow/rules/report.smk"
 
 # Downloads run on the submit host, never as cluster jobs (DOWNLOAD_RULES in common.smk).
 workflow.localrules(*(rule.name for rule in workflow.rules if rule.name in DOWNLOAD_RULES))
@@ -44,3 +51,4 @@ rule all:
         AUDIT_FIGURE,
         AUDIT_TABLES,
         MECHANISM_OUTPUTS,
+        REPORT_TABLE_PAGES,

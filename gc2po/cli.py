@@ -2,12 +2,14 @@
 
 Each subcommand validates its inputs before loading a model; a bad input ends with one line
 naming the file, key or option (exit status 2), not a traceback. The training subcommands
-(``train``, ``plan``) are here, those that evaluate and report in ``gc2po.cli_results``.
+(``train``, ``plan``) and ``methods`` (the registry) are here, those that evaluate and report
+in ``gc2po.cli_results``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from gc2po.cli_results import add_audit, add_eval, add_tables
@@ -115,10 +117,77 @@ def _add_plan(sub):
     p.set_defaults(func=_plan)
 
 
+def version() -> str:
+    """``gc2po <version>``, and the git revision where the package runs from a checkout (the
+    revision the evaluation files record as their provenance)."""
+    from gc2po.evaluation.provenance import git_revision, package_version
+
+    text = f"gc2po {package_version('gc2po') or 'unknown'}"
+    git = git_revision()
+    if git["revision"]:
+        text += f" (git {git['revision'][:12]}{', uncommitted changes' if git['dirty'] else ''})"
+    return text
+
+
+def method_lines(method) -> list[str]:
+    """What ``gc2po methods`` prints of one registered method."""
+    lines = [
+        f"{method.name}: {method.display_name}   [role: {method.role}, order {method.order}]",
+        f"  {method.summary}",
+        f"  fidelity: {method.fidelity}",
+    ]
+    if method.settings is None:
+        lines.append("  settings: none of its own")
+    else:  # trainer.method_args of a run config (train.per_method.<name>.method_args)
+        fields = dataclasses.fields(method.settings)
+        shown = ", ".join(f"{f.name}={f.default!r}" for f in fields)
+        lines.append(f"  settings (method_args): {shown}")
+    if method.sweeps:
+        lines.append(f"  sweeps: {', '.join(method.sweeps)}")
+    return lines
+
+
+def _methods(ns):
+    from gc2po.errors import did_you_mean
+    from gc2po.methods import METHODS
+
+    unknown = [name for name in ns.names if name not in METHODS]
+    if unknown:
+        raise ValueError(
+            f"unknown method {unknown[0]!r}{did_you_mean(unknown[0], METHODS)}; "
+            f"valid: {sorted(METHODS)}"
+        )
+    chosen = ns.names or sorted(METHODS, key=lambda name: METHODS[name].order)
+    print("\n\n".join("\n".join(method_lines(METHODS[name])) for name in chosen))
+
+
+def _add_methods(sub):
+    p = sub.add_parser(
+        "methods",
+        help="the registered training methods: display name, fidelity note and settings",
+    )
+    p.add_argument("names", nargs="*", help="only these methods (default: every one)")
+    p.set_defaults(func=_methods)
+
+
+class _Version(argparse.Action):
+    """--version: computed when asked (git runs only then)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gc2po", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--version", action=_Version, help="the package version (and git revision) and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_train, _add_plan, add_eval, add_audit, add_tables):
+    for add in (_add_train, _add_plan, _add_methods, add_eval, add_audit, add_tables):
         add(sub)
     return parser
 

@@ -20,3 +20,14 @@ def as_type(value, kind: type):
     if isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool)):
         return value
     raise TypeError(f"{value!r} is not {kind.__name__}")
+
+
+def did_you_mean(word, choices) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a misspelt ``word``
+    (``difflib``'s ratio >= 0.6), or "" when none is close; appended to an "unknown ..." message."""
+    import difflib
+
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

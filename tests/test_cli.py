@@ -256,3 +256,38 @@ def test_example_eval_configs_validate():
     for path in sorted(EXAMPLES.glob("eval_*.yaml")):
         config = validate_config(yaml.safe_load(path.read_text()), str(path))
         assert config["benchmarks"] and config["sampling"]["temperature"] == 0.6, path
+
+
+def test_version_names_the_package_version_and_git_revision():
+    from importlib import metadata
+
+    from gc2po.evaluation.provenance import git_revision
+
+    result, _ = run_cli("--version")
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.splitlines()[0]
+    assert line.startswith(f"gc2po {metadata.version('gc2po')}"), line
+    revision = git_revision()["revision"]  # this checkout's, None outside git
+    assert (f"(git {revision[:12]}" in line) if revision else ("git" not in line), line
+
+
+def test_methods_lists_every_registered_method_with_its_name_fidelity_and_settings(capsys):
+    from gc2po.methods import METHODS
+
+    assert main(["methods"]) == 0
+    text = capsys.readouterr().out
+    blocks = text.strip().split("\n\n")
+    assert [b.split(":")[0] for b in blocks] == sorted(METHODS, key=lambda n: METHODS[n].order)
+    for block in blocks:
+        method = METHODS[block.split(":")[0]]
+        assert block.startswith(f"{method.name}: {method.display_name}"), block
+        assert f"  fidelity: {method.fidelity}" in block, block
+    mrt = next(b for b in blocks if b.startswith("mrt:"))
+    assert "settings (method_args): alpha=1.0, num_stops=4, max_episodes=6" in mrt, mrt
+    assert "settings: none of its own" in next(b for b in blocks if b.startswith("grpo:"))
+
+
+def test_a_misspelt_method_gets_a_suggestion(capsys):
+    assert main(["methods", "mrtt"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("gc2po methods: error: unknown method 'mrtt' (did you mean 'mrt'?)")

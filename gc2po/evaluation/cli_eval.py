@@ -29,6 +29,7 @@ from pathlib import Path
 
 from gc2po.data import BENCHMARKS
 from gc2po.data.tasks import BENCHMARK, TASKS, TESTBED, check_task
+from gc2po.errors import did_you_mean
 from gc2po.layout import RunDir, summary_path
 
 BACKENDS = ("transformers", "vllm", "auto")
@@ -88,7 +89,10 @@ BENCHMARK_CHECKS = {
 def _check(mapping: dict, checks: dict, where: str):
     unknown = sorted(set(mapping) - set(checks))
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; valid: {sorted(checks)}")
+        raise ValueError(
+            f"{where}: unknown key(s) {unknown}{did_you_mean(unknown[0], checks)}; "
+            f"valid: {sorted(checks)}"
+        )
     for key, value in mapping.items():
         ok, expected = checks[key]
         if not ok(value):
@@ -185,7 +189,8 @@ def load_benchmark_data(config: dict, benchmark: str, config_path: str, out_path
     if config["task"] == TESTBED:
         if benchmark not in TESTBED_SPLITS:
             raise ValueError(
-                f"--benchmark: {benchmark!r} is not a testbed split; valid: {list(TESTBED_SPLITS)}"
+                f"--benchmark: {benchmark!r} is not a testbed split"
+                f"{did_you_mean(benchmark, TESTBED_SPLITS)}; valid: {list(TESTBED_SPLITS)}"
             )
         if path is None:
             raise ValueError(
@@ -198,7 +203,8 @@ def load_benchmark_data(config: dict, benchmark: str, config_path: str, out_path
     else:
         if benchmark not in BENCHMARKS:
             raise ValueError(
-                f"--benchmark: unknown benchmark {benchmark!r}; valid: {sorted(BENCHMARKS)}"
+                f"--benchmark: unknown benchmark {benchmark!r}"
+                f"{did_you_mean(benchmark, BENCHMARKS)}; valid: {sorted(BENCHMARKS)}"
             )
         from gc2po.data import load_benchmark
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gc2po.data.tasks import BENCHMARK, TESTBED, check_task
-from gc2po.errors import as_type
+from gc2po.errors import as_type, did_you_mean
 from gc2po.layout import RunDir
 
 FIELDS_FILE = Path(__file__).with_name("config_fields.json")  # field -> allowed simple types
@@ -171,7 +171,10 @@ def checked_trainer(run: dict) -> dict:
     ValueError naming the key."""
     unknown = sorted(set(run) - RUN_KEYS)
     if unknown:
-        raise ValueError(f"run config: unknown key(s) {unknown}; valid: {sorted(RUN_KEYS)}")
+        raise ValueError(
+            f"run config: unknown key(s) {unknown}{did_you_mean(unknown[0], RUN_KEYS)}; "
+            f"valid: {sorted(RUN_KEYS)}"
+        )
     for key in ("model", "train_data", "output_dir"):
         if not run.get(key):
             raise ValueError(f"run config: missing required key {key!r}")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from gc2po.errors import did_you_mean
+
 SCHEMA = Path(__file__).with_name("config.schema.yaml")  # package data: ships with the package
 DEFAULT_FILE = "config/config.yaml"  # the embedded default, as the Snakefile names it
 # relative to the working folder the workflow runs in (Snakemake's -d), never to the package
@@ -49,7 +51,8 @@ def _reason(error) -> str:
     if rule == "additionalProperties":
         known = sorted(error.schema.get("properties", {}))
         extra = sorted(k for k in got if k not in known)
-        return f"unknown key(s) {extra}" + (f"; valid: {known}" if known else "")
+        hint = "".join(did_you_mean(k, known) for k in extra[:1])  # the first key's closest
+        return f"unknown key(s) {extra}{hint}" + (f"; valid: {known}" if known else "")
     words = {
         "type": lambda: f"must be {want if isinstance(want, str) else ' or '.join(want)}",
         "enum": lambda: f"must be one of {want}",
@@ -61,7 +64,8 @@ def _reason(error) -> str:
         "uniqueItems": lambda: "must not repeat an item",
     }
     reason = words[rule]() if rule in words else f"fails {rule!r} {_short(want)}"
-    return f"{reason}, got {_short(got)}"
+    hint = did_you_mean(got, want) if rule == "enum" else ""  # a misspelt method or name
+    return f"{reason}, got {_short(got)}{hint}"
 
 
 def _setting_file(files: list[str], keys: tuple[str, ...]) -> str:

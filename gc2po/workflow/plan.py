@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from gc2po.errors import one_line
+from gc2po.errors import did_you_mean, one_line
 from gc2po.layout import RunDir, resources_dir, results_dir
 from gc2po.workflow import method_facts as mf
 from gc2po.workflow.config_schema import DEFAULT_PATH
@@ -192,7 +192,10 @@ def _check_method_names(mapping: dict, where: str) -> None:
 
     unknown = sorted(set(mapping) - set(METHODS))
     if unknown:
-        raise ValueError(f"{where}: unknown method(s) {unknown}; valid: {sorted(METHODS)}")
+        raise ValueError(
+            f"{where}: unknown method(s) {unknown}{did_you_mean(unknown[0], METHODS)}; "
+            f"valid: {sorted(METHODS)}"
+        )
 
 
 def paths(config: dict) -> tuple[str, str]:

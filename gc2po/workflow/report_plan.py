@@ -10,6 +10,7 @@ methods' roles, ``gc2po.workflow.method_facts``); each bad key raises a ValueErr
 from __future__ import annotations
 
 from gc2po.data.tasks import TESTBED
+from gc2po.errors import did_you_mean
 from gc2po.layout import CurveFile
 from gc2po.workflow import plan
 from gc2po.workflow.method_facts import Facts, default_sweep_methods
@@ -90,10 +91,79 @@ def comparisons(config: dict, runs: dict) -> dict[str, tuple[str, str]]:
     for label, pair in out.items():
         for method in pair:
             if method != "base" and method not in runs:
+                # an overlay that replaces `methods` keeps its base config's comparisons
                 raise ValueError(
                     f"report.comparisons: {method!r} ({label}) is not a run of this config"
+                    f"{did_you_mean(method, runs)}; list the pairs of the methods it trains "
+                    "(`methods`), or `comparisons: []` for none"
                 )
     return out
+
+
+def known_benchmarks(config: dict) -> list[str]:
+    """What ``evaluate.benchmarks`` may name: the testbed's test splits (mode testbed), else the
+    config's ``datasets`` keys."""
+    if config["mode"] == TESTBED:
+        from gc2po.testbed.generator import SPLITS
+
+        return [split for split in SPLITS if split != "train"]
+    return list(config.get("datasets") or {})
+
+
+def check_benchmarks(config: dict) -> None:
+    """Every benchmark name is one the config can evaluate (``evaluate.benchmarks``: a testbed
+    split or a ``datasets`` key), and every other key's are evaluated; a misspelt one gets the
+    closest name."""
+    evaluate, report = config["evaluate"], config["report"]
+    known = known_benchmarks(config)
+    what = "the testbed's test splits" if config["mode"] == TESTBED else "the keys of datasets"
+    for name in evaluate["benchmarks"]:
+        if name not in known:
+            raise ValueError(
+                f"evaluate.benchmarks: unknown benchmark {name!r}{did_you_mean(name, known)}; "
+                f"valid ({what}): {known}"
+            )
+    evaluated = list(evaluate["benchmarks"])
+    # not evaluate.n_per_benchmark: a dict, merged key by key, so an overlay on the default keeps
+    # the default's splits there (config/paper.yaml layered on config/config.yaml); they are unused
+    named = {
+        "report.table1_benchmarks": report.get("table1_benchmarks") or [],
+        "report.generalization_benchmarks": report.get("generalization_benchmarks") or [],
+        "evaluate.learning_curve.benchmarks": (evaluate.get("learning_curve") or {}).get(
+            "benchmarks", []
+        ),
+    }
+    for key, names in named.items():
+        for name in names:
+            if name not in evaluated:
+                raise ValueError(
+                    f"{key}: {name!r} is not evaluated{did_you_mean(name, evaluated)}; "
+                    f"evaluate.benchmarks: {evaluated}"
+                )
+
+
+def check_shown(config: dict, runs: dict) -> None:
+    """Every method the config trains under its own name (``methods``, ``ablation_methods``) is
+    a row of a table (``report.main_methods``: Table 1 and the generalisation table;
+    ``report.ablation_methods``: the ablation table), and every row is a run: a trained method
+    no table shows would cost its training and evaluation for nothing."""
+    report = config["report"]
+    for key in ("main_methods", "ablation_methods"):
+        for method in report[key]:
+            if method not in runs:
+                raise ValueError(
+                    f"report.{key}: {method!r} is not a run of this config"
+                    f"{did_you_mean(method, runs)}; add it to `methods` to train it"
+                )
+    shown = set(report["main_methods"]) | set(report["ablation_methods"])
+    for key in ("methods", "ablation_methods"):
+        for method in config.get(key) or []:
+            if method not in shown:
+                raise ValueError(
+                    f"{key}: {method!r} is trained but no table shows it: add it to "
+                    "report.main_methods (the rows of Table 1 and the generalisation table)"
+                    + (" or report.ablation_methods" if key == "ablation_methods" else "")
+                )
 
 
 def curve_files(config: dict, jobs, out: str) -> dict[tuple[str, str], list[str]]:
@@ -196,7 +266,9 @@ def check_datasets(config: dict) -> None:
 def check(config: dict, facts: Facts, measure_splits) -> None:
     """Every check above (ValueError naming the key), before any job runs."""
     check_datasets(config)
+    check_benchmarks(config)
     runs = plan.runs(config, facts)
+    check_shown(config, runs)
     dose_responses(config, runs, measure_splits)
     greedy_benchmarks(config)
     table_specs(config)

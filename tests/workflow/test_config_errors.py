@@ -217,3 +217,19 @@ def test_an_old_run_config_task_names_the_file(tmp_path):
     with pytest.raises(ValueError) as err:
         load_run_config(path)
     assert str(err.value) == f"{path}: task: 'math' is now spelled 'benchmark': set it to benchmark"
+
+
+def test_a_misspelt_key_or_method_gets_a_suggestion():
+    config = load_config([ROOT / "config/config.yaml"])
+    config["reprot"] = config.pop("report")
+    with pytest.raises(
+        ValueError, match=r"unknown key\(s\) \['reprot'\] \(did you mean 'report'\?\)"
+    ):
+        check_schema(config)
+    config = load_config([ROOT / "config/config.yaml"])
+    config["methods"] = ["grpo", "gc2po_ad"]
+    with pytest.raises(
+        ValueError,
+        match=r"methods\[1\]: must be one of .*, got 'gc2po_ad' \(did you mean 'gc2po_add'\?\)",
+    ):
+        check_schema(config)

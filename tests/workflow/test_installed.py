@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -37,18 +38,42 @@ def _copy_checkout(dest: Path) -> None:
             shutil.copy2(source, dest / name)
 
 
+def running_site_packages() -> list[str]:
+    """The site-packages folders of the interpreter running the tests, in its ``sys.path`` order:
+    a user's venv (``pip install -e '.[dev]'``) or CI's base interpreter, whichever runs pytest."""
+    site_dirs = {os.path.realpath(p) for p in site.getsitepackages()}
+    if site.ENABLE_USER_SITE:
+        site_dirs.add(os.path.realpath(site.getusersitepackages()))
+    return [p for p in sys.path if p and os.path.realpath(p) in site_dirs]
+
+
+def make_venv(venv: Path) -> Path:
+    """A venv that sees the packages of the running interpreter (the project's dependencies, pip,
+    and the setuptools that the ``test`` extra requires), not those of whatever base interpreter
+    the running one was made from: ``venv --system-site-packages`` would link the base, which in
+    a user's venv holds only pip and its bundled setuptools. Its own site-packages come first, so
+    what is installed there shadows the running interpreter's (the editable gc2po included: its
+    finder's .pth is not read from a folder added this way). Returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(purelib) / "running_interpreter.pth").write_text("\n".join(running_site_packages()))
+    return python
+
+
 @pytest.mark.slow
 @pytest.mark.system("git")  # lists the checkout's files
 def test_the_ci_miniature_runs_from_a_non_editable_install(tmp_path):
     source, venv, work = tmp_path / "src", tmp_path / "venv", tmp_path / "wf"
     _copy_checkout(source)
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-    )
-    # no pip of its own: ensurepip would bring an older setuptools (no bdist_wheel) that shadows
-    # the system's; the system pip installs into the running (venv) interpreter
-    python = venv / "bin" / "python"
+    # pip and the build backend (setuptools >= 70.1, which builds wheels itself) are the running
+    # interpreter's: the test extra requires them, so nothing depends on the base interpreter
+    python = make_venv(venv)
     install = subprocess.run(
         [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(source)],
         capture_output=True,
@@ -66,7 +91,7 @@ def test_the_ci_miniature_runs_from_a_non_editable_install(tmp_path):
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
 
     # every job's python3 is the venv's; it imports the installed package, not the checkout nor
-    # the editable install the system site-packages hold (its finder comes after the venv's)
+    # the editable install the running interpreter holds (its folders come after the venv's own)
     python3 = venv / "bin" / "python3"  # first on the jobs' PATH (above)
     where = subprocess.run(
         [
@@ -81,13 +106,13 @@ def test_the_ci_miniature_runs_from_a_non_editable_install(tmp_path):
         text=True,
         check=True,
     ).stdout.split()
-    site = subprocess.run(
+    purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    assert Path(where[0]).resolve().is_relative_to(Path(site).resolve()), where
+    assert Path(where[0]).resolve().is_relative_to(Path(purelib).resolve()), where
     assert where[1] == "True"  # the schema shipped as package data
 
     out = subprocess.run(

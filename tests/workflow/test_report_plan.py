@@ -95,3 +95,80 @@ def test_a_sweep_value_out_of_the_trainers_range_names_the_job_and_key(value):
     config["sweeps"] = {"lambda_exp": [], "lambda_cf": [value]}
     with pytest.raises(ValueError, match=rf"gc2po_lambda_cf_{value}: .*lambda_cf"):
         plan.validate(config)
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        # a method trained but in no table (Table 1 would silently leave it out)
+        (
+            "methods",
+            ["grpo", "gc2po", "gc2po_add", "grpo_fxp", "mrt"],
+            "methods: 'mrt' is trained but no table shows it: add it to report.main_methods",
+        ),
+        (
+            "report.ablation_methods",
+            ["gc2po", "gc2po_no_sexp", "gc2po_no_ssta"],
+            "ablation_methods: 'gc2po_no_rcf' is trained but no table shows it: add it to "
+            "report.main_methods (the rows of Table 1 and the generalisation table) or "
+            "report.ablation_methods",
+        ),
+        (
+            "report.main_methods",
+            ["grpo", "gc2po", "gc2po_add", "grpo_fxp", "gvpo"],
+            "report.main_methods: 'gvpo' is not a run of this config",
+        ),
+        # misspelt names get the closest one
+        (
+            "evaluate.benchmarks",
+            ["test_id", "test_longr"],
+            "evaluate.benchmarks: unknown benchmark 'test_longr' (did you mean 'test_longer'?)",
+        ),
+        (
+            "report.generalization_benchmarks",
+            ["test_rephrase", "test_distractr"],
+            "report.generalization_benchmarks: 'test_distractr' is not evaluated (did you mean "
+            "'test_distractor'?)",
+        ),
+        (
+            "report.comparisons",
+            [["gc2po", "grp"]],
+            "report.comparisons: 'grp' (gc2po_vs_grp) is not a run of this config (did you mean "
+            "'grpo'?)",
+        ),
+    ],
+)
+def test_unshown_methods_and_misspelt_names_are_refused_naming_the_key(path, value, message, facts):
+    config = _set(copy.deepcopy(plan.load_config(CI)), path, value)
+    with pytest.raises(ValueError) as err:
+        report_plan.check(config, facts, MEASURE_SPLITS)
+    assert str(err.value).startswith(message), str(err.value)
+
+
+@pytest.mark.parametrize(
+    "overlay",
+    [
+        "config.yaml",
+        "ci.yaml",
+        "testbed_full.yaml",
+        "testbed_seed1.yaml",
+        "testbed_study.yaml",
+        "paper.yaml",
+        "smollm2.yaml",
+    ],
+)
+def test_every_shipped_config_shows_every_method_it_trains(overlay, facts):
+    alone = overlay in ("paper.yaml", "smollm2.yaml")  # complete on their own
+    files = (
+        [ROOT / "config" / overlay]
+        if alone
+        else [ROOT / "config/config.yaml", ROOT / "config" / overlay]
+    )
+    report_plan.check(plan.load_config(files), facts, MEASURE_SPLITS)
+
+
+@pytest.mark.parametrize("overlay", ["paper.yaml", "smollm2.yaml"])
+def test_a_complete_config_layered_on_the_default_passes_the_check(overlay, facts):
+    """As the cluster plan test layers them: the default's dict keys (n_per_benchmark) stay."""
+    config = plan.load_config([ROOT / "config/config.yaml", ROOT / "config" / overlay])
+    report_plan.check(config, facts, MEASURE_SPLITS)

@@ -341,6 +341,7 @@ def test_plan_submits_no_rule_that_downloads(overlay, downloads):
         "evaluate",
         "table",
         "comparison",
+        "report_table",  # the comparison's HTML copy for the report
         "figures",
         "training_cost",
         "report_setup",

@@ -41,6 +41,7 @@ def test_dry_run_of_default_config_plans_every_stage():
         "evaluate",
         "table",
         "comparison",
+        "report_table",
         "figures",
         "length_figure",
         "mechanism",

@@ -89,7 +89,7 @@ rule audit_figure:
         AUDIT_SUMMARIES,
     output:
         report(figure_file(OUT, "reward_audit"), caption="../report/reward_audit.rst",
-               category="5 Reward audit"),
+               category="6 Reward audit", subcategory="Figures"),
     params:
         names=RUN_NAMES,
     log:

@@ -53,7 +53,8 @@ rule dose_response:
         md=table_file(OUT, "{dose}", "md"),
         csv=table_file(OUT, "{dose}", "csv"),
         png=report(figure_file(OUT, "{dose}"), caption="../report/dose_response.rst",
-                   category="4 Ablations", labels={"figure": "{dose}"}),
+                   category="4 Mechanism", subcategory="Dose response",
+                   labels={"figure": "{dose}"}),
     params:
         spec=lambda wc: DOSE_RESPONSE[wc.dose],
         splits=MECHANISM_SPLITS,

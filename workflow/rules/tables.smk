@@ -12,7 +12,8 @@ rule table:
         tex=table_file(OUT, "{table}", "tex"),
         csv=table_file(OUT, "{table}", "csv"),
         html=report(table_file(OUT, "{table}", "html"), caption="../report/table.rst",
-                    category="3 Evaluation", subcategory="Tables", labels={"table": "{table}"}),
+                    category=lambda wc: "5 Ablations" if wc.table == "ablation" else "3 Results",
+                    subcategory="Tables", labels={"table": "{table}"}),
     params:
         spec=lambda wc: [TABLE_SPECS[wc.table][k] for k in ("methods", "benchmarks", "title")],
         names=RUN_NAMES,
