@@ -31,6 +31,7 @@ UNREACHABLE: dict[str, str | None] = {
         "steps)"
     ),
     "test_wrongbet": None,
+    "test_newstart": None,
 }
 
 
