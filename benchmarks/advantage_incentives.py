@@ -1,5 +1,5 @@
 """Incentives of the paper's GC2PO advantage and of the corrected (additive) one on synthetic
-groups whose content does not depend on length (RESEARCH.md section 3's table).
+groups whose content does not depend on length (docs/method.md quotes its figures).
 
 Each group: K = 8 completions, R_out ~ Bernoulli(0.4), L ~ U{1..6} episodes of U{2..10} tokens,
 R_cf = 1.9 + N(0, 0.1) per episode, surprise ~ Exp(1) per token. Reported per form: the

@@ -22,7 +22,7 @@ trains, every step's per-token log-ratios give what the other three modes would 
 samples (``logged_ratio``, TRL's formulas; the token_truncate value is checked against TRL's).
 
     OMP_NUM_THREADS=1 .venv-vllm/bin/python benchmarks/ratio_guard_power.py [--layers 12]
-        [--out FILE.json]          # docs/benchmarks.md, "Ratio guard": 12 layers, 52 min
+        [--out FILE.json]          # docs/measurements.md, "Ratio guard": 12 layers, 52 min
     python benchmarks/ratio_guard_power.py --report FILE.json    # the tables again
 """
 

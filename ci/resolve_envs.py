@@ -1,6 +1,6 @@
 """Resolve every documented install of gc2po with `pip install --dry-run` (CI step).
 
-Each combination below is one environment a user is told to build (README, workflow/envs,
+Each combination below is one environment a user is told to build (README, docs, workflow/envs,
 ci/vllm_cpu_env.sh). pip resolves it against the package index without installing (wheels'
 metadata only, PEP 658), so a pin change that makes one unsatisfiable fails here with pip's
 ResolutionImpossible message. Run: python3 ci/resolve_envs.py [name ...]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The opt-in vLLM step of CI: builds .venv-vllm (ci/vllm_cpu_env.sh) and runs the tests marked
-# vllm_cpu there. Wall time on the 2-core CI machine: docs/benchmarks.md.
+# vllm_cpu there. Wall time on the 2-core CI machine: docs/measurements.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS

@@ -1,4 +1,4 @@
-"""The package's rooms (README "The package, layer by layer"), checked from the source's own
+"""The package's rooms (docs/method.md, its layer table), checked from the source's own
 imports (an AST scan, lazy imports inside functions included): every import goes down a layer or
 stays inside its package, so there is no circle between packages and no arrow back up; and
 ``gc2po/training/`` holds only the training runtime, every module of it reached from the entry

@@ -1,10 +1,10 @@
-"""GC2PO's token-level advantages in the paper's form (paper section 4.3, SPEC 2.5); the
+"""GC2PO's token-level advantages in the paper's form (paper section 4.3); the
 corrected form is ``gc2po.core.corrected``, the group normalisation both share
 ``gc2po.core.groups``.
 
 ``gc2po_token_advantages`` is what training calls: R_cf per episode -> trajectory scores ->
 group normalisation (across processes through ``gather``) -> token distribution.
-``token_advantages`` (one group on a single process) is the SPEC 2.7 name for the same
+``token_advantages`` (one group on a single process) is the public name for the same
 computation.
 
 A non-finite outcome reward marks a completion that no reward function scored (TRL's
@@ -62,7 +62,7 @@ def trajectory_token_rewards(
     scores [B]), both float64. A non-finite R_out gives token rewards 0 and score NaN (the marker
     of an unscored trajectory). L_k counts the episodes that own at least one token.
     ``episode_weight_norm="mean"`` makes weights average 1 inside an episode instead of summing
-    to 1 (removes the incentive to emit many short episodes, SPEC 2.5). Nothing here mixes
+    to 1 (removes the incentive to emit many short episodes). Nothing here mixes
     trajectories, so it runs per process.
     """
     batch, length = check_episode_inputs(r_out, episode_ids, r_cf, mask)

@@ -1,4 +1,4 @@
-"""Math of the baselines only (BASELINES 1-7), kept apart from GC2PO's (pure torch).
+"""Math of the baselines only (each as its paper defines it), kept apart from GC2PO's (pure torch).
 
 Length penalty (Arora & Zanette 2025), GVPO (Zhang et al. 2025) and GCPO (Gu et al. 2025) are
 here; MRT's progress rewards (Qu et al. 2025) and ReST-MCTS*'s value targets (Zhang et al. 2024),
@@ -16,7 +16,7 @@ import torch
 from gc2po.core.groups import grpo_advantage
 
 
-# -- length penalty (BASELINES 6) ------------------------------------------------------------------
+# -- length penalty (Arora & Zanette 2025) ---------------------------------------------------------
 def length_penalty_rewards(
     correct: torch.Tensor, lengths: torch.Tensor, alpha: float
 ) -> torch.Tensor:
@@ -48,7 +48,7 @@ def length_penalty_advantages(
     return grpo_advantage(length_penalty_rewards(correct, lengths, alpha))
 
 
-# -- GVPO (BASELINES 3) ----------------------------------------------------------------------------
+# -- GVPO (Zhang et al. 2025) ----------------------------------------------------------------------
 def gvpo_loss(
     logps: torch.Tensor,
     old_logps: torch.Tensor,
@@ -59,7 +59,7 @@ def gvpo_loss(
     beta: float,
     scored: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """GVPO (Zhang et al. 2025, BASELINES 3): per group,
+    """GVPO (Zhang et al. 2025, arXiv 2504.19599): per group,
 
         R_theta(y_i) = beta * sum_t [log pi_theta(y_i,t) - log pi_old(y_i,t)]   (sequence sum)
         L_g = 1/(K-1) * sum_i 1/2 [(R_i - mean_j R_j) - (r_i - mean_j r_j)]^2
@@ -142,11 +142,11 @@ def gvpo_on_policy_loss(
     return (weight * centered_rewards.to(logps.dtype) * implicit).mean()
 
 
-# -- GCPO (BASELINES 4) ----------------------------------------------------------------------------
+# -- GCPO (Gu et al. 2025) -------------------------------------------------------------------------
 def gcpo_upsilon(
     z: torch.Tensor, z_context: torch.Tensor, z_context_alt: torch.Tensor, alpha: float
 ) -> torch.Tensor:
-    """GCPO's causal weight (BASELINES 4) for one group: z, z_context, z_context_alt [K, d] ->
+    """GCPO's causal weight (Gu et al.) for one group: z, z_context, z_context_alt [K, d] ->
     Upsilon [K] = alpha * cos(z_i, Zbar_i - Zbar'_i + zbar), zbar = mean_i z_i."""
     direction = z_context - z_context_alt + z.mean(0, keepdim=True)
     return alpha * torch.nn.functional.cosine_similarity(

@@ -1,4 +1,4 @@
-"""A corrected GC2PO (a departure from the paper, ``../shared/RESEARCH.md`` sections 1 and 3).
+"""A corrected GC2PO (a departure from the paper; docs/method.md, "Methods").
 
 The paper's token advantage ranks completions by R_out plus lambda_cf * sum_l R_cf over the
 number of tokens (``gc2po.core.advantages``): it rewards short completions with many episodes,
@@ -108,3 +108,48 @@ def additive_token_advantages(
     return CorrectedAdvantages(
         adv.float(), outcome, torch.where(scored, sequence, torch.zeros_like(sequence)), std
     )
+
+
+class FlipLambda(NamedTuple):
+    lambda_flip: torch.Tensor  # [B] float64: lambda_cf at which the sequence advantage reaches 0
+    flips: torch.Tensor  # [B] bool: the row's bonus is negative (else lambda_flip is 0, unused)
+    outcome_advantages: torch.Tensor  # [B] GRPO's A_out (float64)
+    bonus: torch.Tensor  # [B] the sequence bonus per unit lambda_cf: sum_l s_l z_l (float64)
+
+
+def flip_lambda(
+    r_out: torch.Tensor,
+    episode_ids: torch.Tensor,
+    signal: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    group_size: int,
+    cf_std_floor: float,
+    cf_z_clip: float,
+) -> FlipLambda:
+    """Per completion, the lambda_cf at which the additive form's bonus of ``signal`` brings its
+    sequence advantage to 0 (the calibration of lambda_cf for a signal, e.g. the oracle's plain
+    episode validity: the lambda at which it flips a correct copy of a bet).
+
+    The sequence advantage is A_out + lambda_cf * b with b = sum_l s_l z_l, the token-share
+    weighted bonus of :func:`additive_token_advantages` at lambda_cf = 1 (z, its floor and clip,
+    do not depend on lambda_cf), so a row with A_out > 0 and b < 0 reaches 0 at A_out / -b; a row
+    with A_out <= 0 and b < 0 is at or below 0 from lambda_cf = 0 (lambda_flip 0); a row with
+    b >= 0 never flips (``flips`` False, lambda_flip 0). Shapes as in
+    :func:`additive_token_advantages` (signal [B, Lmax] in place of r_cf); single process.
+    """
+    result = additive_token_advantages(
+        r_out,
+        episode_ids,
+        signal,
+        mask,
+        group_size=group_size,
+        lambda_cf=1.0,
+        cf_std_floor=cf_std_floor,
+        cf_z_clip=cf_z_clip,
+    )
+    outcome = result.outcome_advantages
+    bonus = result.sequence_advantages - outcome  # 0 for an unscored row
+    flips = bonus < 0
+    ratio = outcome.clamp(min=0) / (-bonus).clamp(min=1e-300)
+    return FlipLambda(torch.where(flips, ratio, torch.zeros_like(ratio)), flips, outcome, bonus)

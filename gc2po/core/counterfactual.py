@@ -1,4 +1,4 @@
-"""Episodic causal counterfactual reward (paper Theorem 3.2, SPEC 2.2-2.4).
+"""Episodic causal counterfactual reward (paper Theorem 3.2 and section 4.2).
 
     S_sta = mean_m exp(-||q(.|u) - q(.|g_m u)||_2^2 / tau)
     S_exp = mean_m ||g_m u||_2^2 / (||u||_2^2 + eps_u)
@@ -46,7 +46,7 @@ class CounterfactualParams:
 
     def reward(self, u, lm_head_weight, *, generator, group_index=None, lm_head_bias=None):
         """:func:`counterfactual_reward` of states ``u`` [E, d] with these settings: the one
-        place where the config's names meet the SPEC's (num_perturbations -> num_samples,
+        place where the config's names meet the core's (num_perturbations -> num_samples,
         cf_tau -> tau, cf_eps_u -> eps_u, answer_topk -> topk)."""
         return counterfactual_reward(
             u,

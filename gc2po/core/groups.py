@@ -1,4 +1,4 @@
-"""The GRPO-family group normalisation of advantages (BASELINES 1-2), shared by the baselines
+"""The GRPO-family group normalisation of advantages (GRPO, Dr. GRPO), shared by the baselines
 and both forms of GC2PO (``gc2po.core.advantages``, the paper's; ``gc2po.core.corrected``), and
 the checks of GC2PO's advantage inputs.
 

@@ -1,4 +1,4 @@
-"""GRPO-style clipped surrogate with token-level advantages (paper eq. J_GC2PO, SPEC 2.6).
+"""GRPO-style clipped surrogate with token-level advantages (paper eq. J_GC2PO).
 
     J = 1/K sum_k 1/T_k sum_t [ min(rho A, clip(rho, 1-eps, 1+eps_high) A) - beta * D_k3 ]
     D_k3 = pi_ref/pi - log(pi_ref/pi) - 1          (k3 estimator, >= 0)

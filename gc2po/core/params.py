@@ -25,7 +25,12 @@ def _positive(value) -> bool:
 
 # parameter (the config's name) -> (holds, the rule in words)
 RANGES: dict[str, tuple[Callable[[object], bool], str]] = {
-    "lambda_cf": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+    # [0, 1] is the paper's range for its raw R_cf; the corrected form adds lambda_cf times a
+    # within-group z-score (unit spread, clipped at cf_z_clip), not R_cf, and its weight is
+    # calibrated against GRPO's outcome advantage (benchmarks/lambda_calibration.py: the plain
+    # oracle's bonus flips a correct copy of the bet at a median 3.95 over the warm start's
+    # train-split groups), so the range reaches past 1
+    "lambda_cf": (lambda v: 0.0 <= v <= 10.0, "in [0, 10]"),
     "lambda_exp": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
     "lambda_sta": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
     "cf_tau": (_positive, "> 0"),

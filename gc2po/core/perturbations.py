@@ -1,4 +1,4 @@
-"""The perturbation operators g_m of the counterfactual reward (SPEC 2.3): a registry of
+"""The perturbation operators g_m of the counterfactual reward (paper section 4.2): a registry of
 operators (``@register_perturbation``: ``gaussian``, ``dropout``, ``group_mix``), each with one
 scale parameter, composable by listing them; ``perturb`` draws M perturbed copies of states."""
 

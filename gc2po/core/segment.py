@@ -1,4 +1,4 @@
-"""Episode segmentation (paper section 4.1, SPEC 2.1).
+"""Episode segmentation (paper section 4.1).
 
 A completion is cut into episodes at ``<episode_i>`` opening tags. The spans returned
 partition the whole completion: text before the first tag belongs to the first episode and

@@ -1,21 +1,29 @@
 """Per-episode signals other than R_cf for the corrected GC2PO (``cf_signal``): the math only.
 
-``mix_to_correlation`` turns the oracle's episode validity into a signal whose correlation with
-validity is a chosen rho (the dose-response control of issue 31). The correlation is taken
-within a group (one prompt's K completions) and given f: validity and signal are compared after
-removing each (group, f) cell's mean, which is what the signal audit measures
-(``gc2po.audit.signals``) and what the corrected form can add to GRPO's outcome advantage (the
-outcome already carries f). Per group of episodes (each episode counts once):
+``mix_to_correlation`` turns the oracle's episode validity (1 valid, 0 not) into a signal whose
+correlation with validity is a chosen rho (the dose-response control): at rho = 1 it is the
+validity itself, the plain oracle; below 1 noise is added to it. The correlation rho pins is
+taken within a group (one prompt's K completions), over its episodes (each counts once), given
+f: signal and validity are compared after removing each (group, f) cell's mean, which is what
+the signal audit measures (``gc2po.audit.signals``), what R_cf's measured rho on the dose-response
+axis is, and what either control can add to an outcome that already carries f. Per group:
 
-    v_r = validity - mean over the episode's (group, f) cell           (within-f validity)
-    z   = v_r / std_group(v_r)                                        (0 if v_r is constant)
-    e   = noise, cell-demeaned, made orthogonal to z and scaled to unit std over the group
-    s   = rho * z + sqrt(1 - rho^2) * e
+    v_r = validity - mean over the episode's (group, f) cell          (within-f validity)
+    sd  = std over the group's episodes of v_r                         (population std)
+    e   = noise, cell-demeaned, made orthogonal to v_r and scaled to unit std over the group
+    s   = validity + sd * sqrt(1 / rho^2 - 1) * e
 
-so corr_group(s, v_r) = rho exactly wherever v_r varies. A group whose validity is constant
-within each f cell (all episodes valid, or all invalid, ...) has z = 0: its signal is the noise
-part sqrt(1 - rho^2) * e alone (a real signal is noisy there too; the corrected form's z-score
-scales it up to unit std like any other group's), and 0 at rho = 1 (no bonus).
+so the cell-demeaned signal is v_r + c e with c = sd sqrt(1/rho^2 - 1), and corr_group(s, v_r) =
+sd^2 / (sd * sqrt(sd^2 + c^2)) = rho exactly wherever v_r varies (1 in a tiny group that has no
+noise direction left once f and validity are taken out). The noise has mean 0 in every (group, f)
+cell, so it moves no cell's mean validity. A group whose validity is constant within each f cell
+(all episodes valid, or all invalid, ...) has sd = 0: its signal is its validity (no correlation
+given f is defined there, and no noise scale either). At rho = 1 the signal is the validity in
+every group, exactly.
+
+(An earlier definition returned the standardised within-f validity v_r / sd at rho = 1: 0 in a
+constant cell, and after the corrected form's group z-score a correct copy in a mostly-copying
+group could get a larger advantage than under GRPO. The plain validity is the oracle.)
 
 ``answer_logprob_drop`` is the answer-dependence signal (beyond the paper; cf. Lanham et al.
 2023, "Measuring Faithfulness in Chain-of-Thought Reasoning"): how much the log-probability of
@@ -32,6 +40,7 @@ from gc2po.core.groups import check_shape
 
 CONSTANT = 1e-9  # a std at or below this is a constant (no correlation is defined)
 LOGP_FLOOR = -1e4  # log-probs are clamped here: an answer made impossible stays finite
+MIN_RHO = 1e-6  # below it the noise scale sqrt(1 - rho^2) / rho would reach float64's range
 
 
 def _cell_mean(values: torch.Tensor, cell: torch.Tensor, cells: int) -> torch.Tensor:
@@ -56,14 +65,15 @@ def mix_to_correlation(
     rho: float,
     noise: torch.Tensor,
 ) -> torch.Tensor:
-    """The oracle's validity mixed with noise to within-group correlation ``rho`` given f.
+    """The oracle's validity plus noise, to within-group correlation ``rho`` given f.
 
-    validity [B, L] (1 valid, 0 not), present [B, L] bool (the row has episode l), f [B] final
-    correctness in {0, 1}, group [B] long (the row's prompt group), rho in (0, 1], noise [B, L]
-    standard normal draws -> [B, L] float64 signal, 0 where not present (module docstring).
+    validity [B, L] (1 valid, 0 not; clamped into [0, 1]), present [B, L] bool or 0/1 (the
+    row has episode l), f [B] final correctness in {0, 1}, group [B] long (the row's prompt
+    group), rho in [MIN_RHO, 1], noise [B, L] standard normal draws -> [B, L] float64 signal, 0
+    where not present, the validity itself at rho = 1 (module docstring).
     """
-    if not 0 < rho <= 1:
-        raise ValueError(f"rho must be in (0, 1], got {rho!r}")
+    if not MIN_RHO <= rho <= 1:
+        raise ValueError(f"rho must be in [{MIN_RHO}, 1], got {rho!r}")
     check_shape("present", present, tuple(validity.shape))
     check_shape("noise", noise, tuple(validity.shape))
     check_shape("f", f, tuple(validity.shape[:1]))
@@ -74,17 +84,51 @@ def mix_to_correlation(
     out = torch.zeros(validity.shape, dtype=torch.float64)
     if rows.numel() == 0:
         return out
+    # validity is a 0/1 grade (or a share of one): anything else is clamped into [0, 1]
+    v = torch.nan_to_num(validity[rows, slots].double(), nan=0.0).clamp(0, 1)
+    out[rows, slots] = v
+    if rho == 1:  # the plain oracle, exactly (no noise term, not even 0 * noise)
+        return out
     _, episode_group = torch.unique(group[rows], return_inverse=True)  # groups 0..G-1
     groups = int(episode_group.max()) + 1
     cell, cells = episode_group * 2 + f[rows].long(), 2 * groups
-    v = validity[rows, slots].double()
-    z = _unit(v - _cell_mean(v, cell, cells), episode_group, groups)
-    e = noise[rows, slots].double()
+    v_r = v - _cell_mean(v, cell, cells)
+    sd = _cell_mean(v_r * v_r, episode_group, groups).sqrt()  # [E], the group's
+    e = torch.nan_to_num(noise[rows, slots].double(), nan=0.0, posinf=0.0, neginf=0.0)
     e = e - _cell_mean(e, cell, cells)
-    along = _cell_mean(e * z, episode_group, groups) / _cell_mean(z * z, episode_group, groups)
-    e = _unit(e - torch.nan_to_num(along, nan=0.0) * z, episode_group, groups)
-    out[rows, slots] = rho * z + math.sqrt(max(0.0, 1 - rho * rho)) * e
+    along = _cell_mean(e * v_r, episode_group, groups) / _cell_mean(
+        v_r * v_r, episode_group, groups
+    ).clamp(min=CONSTANT**2)
+    e = _unit(e - along * v_r, episode_group, groups)
+    scale = torch.where(sd > CONSTANT, sd, torch.zeros_like(sd)) * (math.sqrt(1 - rho * rho) / rho)
+    out[rows, slots] = v + scale * e
     return out
+
+
+def gated_validity(
+    signal: torch.Tensor, present: torch.Tensor, f: torch.Tensor, steps: torch.Tensor
+) -> torch.Tensor:
+    """The gated control's reward f x p_rho of each completion: its outcome times its process
+    validity computed from a per-episode signal as the oracle computes p from validity.
+
+    signal [B, L] (the episode validity, or it mixed to rho by :func:`mix_to_correlation`),
+    present [B, L] bool or 0/1, f [B] in {0, 1}, steps [B] (the problem's number of steps) ->
+    [B] float64: f x clamp(sum_l signal / max(steps, episodes), 0, 1), episodes = present.sum(-1)
+    (a completion with neither steps nor episodes has p = 0). With the plain validity (rho = 1)
+    this is the oracle's f x p exactly: the sum of 0/1 values is an exact integer and the one
+    division rounds as the oracle's does. The clamp keeps the gate's meaning (a wrong completion
+    gets 0 and a right one never less) where noise pushes the sum out of [0, D].
+    """
+    check_shape("present", present, tuple(signal.shape))
+    check_shape("f", f, tuple(signal.shape[:1]))
+    check_shape("steps", steps, tuple(signal.shape[:1]))
+    kept = present.bool()
+    values = torch.nan_to_num(signal.double(), nan=0.0, posinf=0.0, neginf=0.0)
+    total = torch.where(kept, values, torch.zeros_like(values)).sum(-1)
+    denominator = torch.maximum(steps.double(), kept.sum(-1).double())
+    # nan_to_num: huge finite signals of both signs can sum to inf - inf
+    p = torch.nan_to_num(total / denominator.clamp(min=1), nan=0.0).clamp(0, 1)
+    return torch.where(f.bool(), p, torch.zeros_like(p))
 
 
 def within_group_correlation(
@@ -100,7 +144,8 @@ def within_group_correlation(
 
     signal, validity [E]; f [E] in {0, 1} (the episode's completion's); group [E] long ->
     (correlation [G] float64, NaN where signal or validity is constant in the group; episodes
-    [G] long), groups in ascending order of their ids. What ``mix_to_correlation`` sets to rho.
+    [G] long), groups in ascending order of their ids. What ``mix_to_correlation`` sets to rho
+    (given f).
     """
     for name, values in (("validity", validity), ("f", f), ("group", group)):
         check_shape(name, values, tuple(signal.shape))

@@ -1,6 +1,6 @@
 """Math of the baselines that value the steps (episodes) of a completion from extra rollouts at
-its episode boundaries (pure torch): MRT's progress rewards (Qu et al. 2025, BASELINES 5) and
-ReST-MCTS*'s value targets and rollout selection (Zhang et al. 2024, BASELINES 7). Their entry
+its episode boundaries (pure torch): MRT's progress rewards (Qu et al. 2025, arXiv 2503.07572) and
+ReST-MCTS*'s value targets and rollout selection (Zhang et al. 2024, arXiv 2406.03816). Their entry
 points for ``gc2po.methods`` are ``mrt_token_advantages`` and ``rest_selection``; the other
 baselines are ``gc2po.core.baselines``.
 """
@@ -12,11 +12,11 @@ import torch
 from gc2po.core.groups import STD_EPS
 
 
-# -- MRT (BASELINES 5) ----------------------------------------------------------------------------
+# -- MRT (Qu et al. 2025) --------------------------------------------------------------------------
 def progress_rewards(
     success: torch.Tensor, num_boundaries: torch.Tensor, r_out: torch.Tensor, alpha: float
 ) -> torch.Tensor:
-    """MRT's dense rewards (BASELINES 5): for boundaries j = 0..L-1 with forced-answer success
+    """MRT's dense progress rewards: for boundaries j = 0..L-1 with forced-answer success
     J_0..J_{L-1} (J_0 before any episode) and J_L := R_out,
 
         r_j = alpha * (J_j - J_{j-1})  for j = 1..L   (at the last token of episode j)
@@ -43,7 +43,7 @@ def reward_to_go_advantages(
     token_mask: torch.Tensor,
     eps: float = STD_EPS,
 ) -> torch.Tensor:
-    """GRPO process supervision (BASELINES 1) for one group of K completions: step rewards are
+    """GRPO process supervision (DeepSeekMath's) for one group of K completions: step rewards are
     normalised over all valid steps of the group, and A_{i,t} = sum of the normalised rewards
     of the steps of o_i that end at or after t.
 
@@ -94,9 +94,9 @@ def mrt_token_advantages(
     return adv, steps
 
 
-# -- ReST-MCTS* (BASELINES 7) ----------------------------------------------------------------------
+# -- ReST-MCTS* (Zhang et al. 2024) --------------------------------------------------------------
 def rest_value_targets(signs: list[int], min_steps: list[int]) -> list[float]:
-    """ReST-MCTS* value targets of the steps of one path (BASELINES 7, paper eqs. 1-2):
+    """ReST-MCTS* value targets of the steps of one path (its paper's eqs. 1-2):
     v_0 = 0; v_k = max(0, v_{k-1} + (1 - v_{k-1}) * s_k / (m_k + 1)), s_k = +1 on a path to a
     verified-correct leaf else -1, m_k = minimal remaining steps to a correct leaf.
     A correct chain of 3 steps gets 1/3, 2/3, 1."""

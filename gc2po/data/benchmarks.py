@@ -41,7 +41,7 @@ from gc2po.data.sources import open_hub, open_local
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A benchmark or training set, known everywhere once registered (README: Add a benchmark)."""
+    """A benchmark or training set, known everywhere once registered (docs/extending.md)."""
 
     name: str
     hub_id: str

@@ -1,7 +1,7 @@
 """The registry of training methods: one name -> one :class:`Method`.
 
 Adding a method is adding a module to this package: every module here is imported (so its
-``@register_method`` runs) when the package is; README.md "Add a method" says what to declare.
+``@register_method`` runs) when the package is; docs/extending.md says what to declare.
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ class RolloutBatch:
     gather: Callable[[torch.Tensor], torch.Tensor]
     old_logps: torch.Tensor | None = None  # [B, T] sampling-policy log-probs
     episode_ids: torch.Tensor | None = None  # [B, T], -1 = no episode
-    r_cf: torch.Tensor | None = None  # [B, Lmax] R_cf (or the cf_signal) per episode, 0 if none
+    # [B, Lmax] R_cf (or the cf_signal) per episode, 0 if none; [B, 1] for a trajectory_signal
+    r_cf: torch.Tensor | None = None
     states: Any = None  # gc2po.training.episodes.EpisodeStates: final-norm states at episode ends
     services: Any = None  # gc2po.training.services.RolloutServices (extra generation and scoring)
 
@@ -88,6 +89,9 @@ class Method:
     # a per-episode signal in batch.r_cf: R_cf from episode states (computable in the loss
     # forward), or the signal its cf_signal names (gc2po.training.signals), at generation
     needs_cf: bool = False
+    # its cf_signal is one value per completion (batch.r_cf [B, 1]), not one per episode: the
+    # gated oracle control's f x p_rho (gc2po.training.signals.oracle_signal)
+    trajectory_signal: bool = False
     needs_rollout_states: bool = (
         False  # episode-end states before the loss (ReST's value head, GCPO)
     )

@@ -1,4 +1,4 @@
-"""GC2PO and its ablations (paper section 4, SPEC 2-3)."""
+"""GC2PO and its ablations (paper section 4)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 from gc2po.core.advantages import gc2po_token_advantages
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method, register_variant
 
-FIDELITY = "as in the paper (SPEC 2 fills its gaps)"
+FIDELITY = "as in the paper (the project chose what it leaves open)"
 # r / r~ shares A^ among tokens only for scores >= 0: the paper's R_out is in {0, 1}
 KIND = dict(needs_episodes=True, needs_cf=True, nonnegative_rewards=True, fidelity=FIDELITY)
 

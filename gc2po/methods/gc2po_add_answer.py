@@ -1,5 +1,5 @@
 """The corrected GC2PO with R_cf replaced by the answer dependence of each episode (beyond the
-paper, issue 31): the fall in the log-probability of the completion's final answer when the
+paper): the fall in the log-probability of the completion's final answer when the
 episode is removed from the context (``gc2po.core.signals.answer_logprob_drop``; cf. Lanham et
 al. 2023, "Measuring Faithfulness in Chain-of-Thought Reasoning"). It asks the paper's causal
 question of the text directly: a copied bet does not depend on its episodes, a valid solution

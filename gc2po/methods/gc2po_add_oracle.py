@@ -1,9 +1,12 @@
 """Control (oracle): the corrected GC2PO with R_cf replaced by the testbed oracle's validity of
-each episode (issue 31, a positive control; not in the paper). Everything else is the corrected
-form's (lambda_cf, std floor, clip, the group z-score): the only change is the signal, so it
-shows what the corrected form can do with a perfect process signal. With ``cf_signal_rho`` the
-validity is mixed with noise to a within-group correlation rho given f
-(``gc2po.core.signals.mix_to_correlation``): how good must a process signal be? Testbed only."""
+each episode (a positive control; not in the paper). Everything else is the corrected form's
+(lambda_cf, std floor, clip, the group z-score): the only change is the signal, so it shows what
+the corrected form can do with a perfect process signal. With ``cf_signal_rho`` noise is added to
+the validity to a within-group correlation rho given f (``gc2po.core.signals.mix_to_correlation``;
+rho 1 is the plain validity): how good must a process signal be? ``lambda_cf`` is swept too: the
+weight at which the plain oracle's bonus outweighs a correct copy's outcome advantage is
+calibrated on recorded groups (``gc2po.core.corrected.flip_lambda``,
+``benchmarks/lambda_calibration.py``). Testbed only."""
 
 from __future__ import annotations
 
@@ -21,9 +24,9 @@ register_method(
         **KIND,
         "local_groups": True,
         "role": "control",
-        "sweeps": ("cf_signal_rho",),
+        "sweeps": ("cf_signal_rho", "lambda_cf"),
         "fixed": {"cf_signal": "oracle"},
         "fidelity": "not in any paper: a positive control with the testbed oracle's episode "
-        "validity (issue 31); the corrected GC2PO otherwise",
+        "validity; the corrected GC2PO otherwise",
     },
 )(gc2po_add_advantages)

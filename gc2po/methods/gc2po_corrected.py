@@ -1,5 +1,5 @@
 """The corrected GC2PO (additive form) and its ablations: a departure from the paper
-(``gc2po.core.corrected``; ``../shared/RESEARCH.md`` sections 1 and 3).
+(``gc2po.core.corrected``; docs/method.md says why).
 
 Chosen over the multiplicative GRPO-scaled form (A_t = A^ S'_l / s_k): that form gives every
 token its trajectory's sign, so inside a failed trajectory it pushes hardest on the episodes
@@ -9,7 +9,7 @@ episode's sign differ from its trajectory's (the paper's stated intent) with |A 
 lambda_cf * z_clip.
 
 The std floor (``cf_std_floor``) stays at 0.1, chosen on the train split (the base model, 300
-problems x 8 completions, R_cf read at ``result``; ``benchmarks/std_floor.py``, docs/benchmarks.md):
+problems x 8 completions, R_cf at ``result``; ``benchmarks/std_floor.py``, docs/measurements.md):
 R_cf's within-problem correlation with episode validity given f is +0.14 there, so whatever the
 floor, about 2% (rho^2) of the bonus's variance tracks validity. With a floor of 0.001 (never
 binding) the bonus is a full z-score and carries 42% of the token advantage variance, 0.86% of it

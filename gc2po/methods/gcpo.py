@@ -1,4 +1,4 @@
-"""GCPO (Gu et al., AAAI-26, arXiv 2508.05428; BASELINES 4), the cheap variant.
+"""GCPO (Gu et al., AAAI-26, arXiv 2508.05428), the cheap variant.
 
 B_i = A_i * Upsilon_i, A_i GRPO's advantage, Upsilon_i = alpha * cos(z_i, Zbar_i - Zbar'_i + zbar)
 with z_i the final-norm hidden state of o_i's last token. Per group: the policy continues the

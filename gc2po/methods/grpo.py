@@ -1,4 +1,4 @@
-"""GRPO, Dr. GRPO and the length-penalty baseline (BASELINES 1, 2, 6)."""
+"""GRPO, Dr. GRPO and the length-penalty baseline (Arora & Zanette 2025)."""
 
 from __future__ import annotations
 

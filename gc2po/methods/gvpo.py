@@ -1,4 +1,4 @@
-"""GVPO (Zhang et al. 2025, arXiv 2504.19599; BASELINES 3).
+"""GVPO (Zhang et al. 2025, arXiv 2504.19599).
 
 The loss is the MSE between the group-centred implicit rewards beta * sum log(pi/pi_old) and the
 centred rewards, averaged over groups. Training is on-policy (one iteration per batch), where its

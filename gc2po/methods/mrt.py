@@ -1,4 +1,4 @@
-"""MRT (Qu et al. 2025, arXiv 2503.07572; BASELINES 5), the online dense-reward form.
+"""MRT (Qu et al. 2025, arXiv 2503.07572), the online dense-reward form.
 
 At each episode boundary of a completion (episodes from the same <episode_i> tags GC2PO uses, at
 most ``max_episodes``), the meta-prover is the same policy forced to answer: the prefix plus
@@ -7,8 +7,8 @@ the mean outcome reward of those answers (J_0: before any episode; the last leve
 outcome). Episode j earns alpha * (J_j - J_{j-1}) at its last token and the outcome reward is added
 at the last token; token advantages are GRPO's process-supervision reward-to-go within the group.
 
-Deviations, disclosed: this is "our construction" of BASELINES 5 (ii), close to the authors'
-later MRT-online; the meta-prover is sampled at the training temperature; one forced-answer
+Deviations, disclosed: this is "our construction" of its dense progress reward, close to the
+authors' later MRT-online; the meta-prover is sampled at the training temperature; one forced-answer
 prompt for every task (configurable).
 """
 
@@ -68,8 +68,7 @@ def boundaries(
     needs_episodes=True,
     local_groups=True,
     settings=MRTSettings,
-    fidelity="deviation: online dense-reward construction (BASELINES 5 ii); groups must be local "
-    "to a process",
+    fidelity="deviation: online dense-reward construction; groups must be local to a process",
 )
 def mrt_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
     settings: MRTSettings = config.method_settings

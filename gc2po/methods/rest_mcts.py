@@ -1,4 +1,4 @@
-"""ReST-MCTS*-lite (Zhang et al. 2024, arXiv 2406.03816; BASELINES 7).
+"""ReST-MCTS*-lite (Zhang et al. 2024, arXiv 2406.03816).
 
 Per prompt: the K group rollouts are split into steps (the <episode_i> tags); at one seeded random
 step boundary of every rollout, ``branches`` continuations are sampled, giving a shallow tree. Every
@@ -83,7 +83,7 @@ class ValueHead:
     local_groups=True,
     settings=ReSTSettings,
     fixed={"beta": 0.0},
-    fidelity="deviation: lite variant of BASELINES 7 (one branch point per rollout, online value "
+    fidelity="deviation: lite variant of ReST-MCTS* (one branch point per rollout, online value "
     "head, no MCTS search)",
 )
 def rest_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:

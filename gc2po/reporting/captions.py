@@ -10,6 +10,7 @@ import pandas as pd
 
 from gc2po.reporting.names import benchmark_name
 from gc2po.reporting.stats import holm_adjusted
+from gc2po.testbed.chance import NOT_LEARNABLE, UNREACHABLE
 
 AVERAGE = "Average"
 PROTOCOL_KEYS = ("temperature", "top_p", "max_new_tokens", "backend")  # must agree across a table
@@ -24,12 +25,40 @@ def interval_text(seeds: int) -> str:
     return f"95% t-interval over {seeds} seeds, for these problems"
 
 
-def holm_family_text(splits: int) -> str:
-    """The family a Holm mark is corrected over."""
+def holm_family(benchmarks: list[str]) -> list[str]:
+    """The benchmarks a row's Holm correction is over: every one but the testbed splits the train
+    split cannot teach (``gc2po.testbed.chance.UNREACHABLE``; a benchmark that is not a testbed
+    split is in). Nothing trained is expected to move those, so a test there would only spend the
+    family's error rate; their differences are still shown, with no Holm mark."""
+    return [b for b in benchmarks if UNREACHABLE.get(b) is None]
+
+
+def holm_family_text(benchmarks: list[str]) -> str:
+    """The family a Holm mark is corrected over, named (``benchmarks``: those a row shows)."""
+    family = holm_family(benchmarks)
+    left = [benchmark_name(b) for b in benchmarks if b not in family]
+    named = ", ".join(benchmark_name(b) for b in family)
+    count = len(family)
     return (
-        f"the {splits} benchmark split{'s' if splits != 1 else ''} of a base model "
-        "(the Average excluded: it is their mean)"
+        f"the {count} benchmark split{'s' if count != 1 else ''} of a base model"
+        + (" that the train split can teach" if left else "")
+        + f" ({named}{'; ' if named else ''}"
+        + (f"not in the family, {NOT_LEARNABLE}: {', '.join(left)}; " if left else "")
+        + "the Average excluded: it is their mean)"
     )
+
+
+def family_holm(p_values, benchmarks: list[str]) -> tuple[np.ndarray, list[str]]:
+    """:func:`holm_verdicts` over the family of ``benchmarks`` (p_values [m], one per benchmark,
+    in order): adjusted p [m] (NaN outside the family) and verdicts ("not in family" there)."""
+    family = holm_family(benchmarks)
+    inside = [i for i, b in enumerate(benchmarks) if b in family]
+    adjusted, verdicts = holm_verdicts([p_values[i] for i in inside])
+    out_p = np.full(len(benchmarks), np.nan)
+    out_v = ["not in family"] * len(benchmarks)
+    for i, p, verdict in zip(inside, adjusted, verdicts):
+        out_p[i], out_v[i] = p, verdict
+    return out_p, out_v
 
 
 def holm_verdicts(p_values) -> tuple[np.ndarray, list[str]]:
@@ -90,7 +119,7 @@ def caption_notes(cells: pd.DataFrame, protocol: str) -> str:
     its brackets, its difference, a ``*`` and the Average are, the seeds, the protocol."""
     base_seeds = cells.loc[cells.model == "base", "seeds"].iloc[0].split(",")
     count = len(base_seeds)
-    splits = cells.benchmark[cells.benchmark != AVERAGE].nunique()
+    benchmarks = list(dict.fromkeys(cells.benchmark[cells.benchmark != AVERAGE]))
     seeds = cells.seeds.map(lambda s: len(s.split(",")))
     paired = cells.paired_seeds.dropna().map(lambda s: len(s.split(",")))
     parts = [
@@ -112,7 +141,7 @@ def caption_notes(cells: pd.DataFrame, protocol: str) -> str:
         parts.append(
             " with the same interval over the per-seed differences; * after it: its paired "
             f"t-test survives Holm's correction at {HOLM_ALPHA:.0%} over "
-            f"{holm_family_text(splits)}"
+            f"{holm_family_text(benchmarks)}"
         )
     parts.append(". Average: the mean of the benchmark means")
     if (seeds > 1).any():

@@ -16,7 +16,13 @@ import numpy as np
 import pandas as pd
 
 from gc2po.reporting import split_notes
-from gc2po.reporting.captions import HOLM_ALPHA, holm_family_text, holm_verdicts, interval_text
+from gc2po.reporting.captions import (
+    HOLM_ALPHA,
+    family_holm,
+    holm_family,
+    holm_family_text,
+    interval_text,
+)
 from gc2po.reporting.names import RunNames, benchmark_name, method_name
 from gc2po.reporting.stats import paired_differences, paired_interval, paired_macro_test
 from gc2po.reporting.table_format import signed
@@ -106,11 +112,12 @@ def compare(
                     "seeds": ",".join(map(str, pair.seeds)),
                     "problems": sum(pair.problems[part]),
                     "interval": interval_text(len(pair.seeds)),
-                    "holm_family": holm_family_text(len(benchmarks)),
+                    "holm_family": holm_family_text(benchmarks),
                 }
             )
-        # the family: this block's benchmark rows; the Average (their mean) is not a new split
-        adjusted, verdicts = holm_verdicts([r["t_p"] for r in block_rows[:-1]])
+        # the family: this block's benchmark rows the train split can teach; the Average (their
+        # mean) is not a new split
+        adjusted, verdicts = family_holm([r["t_p"] for r in block_rows[:-1]], benchmarks)
         for row, p, verdict in zip(block_rows, adjusted, verdicts):
             row.update(holm_p=p, holm_survives=verdict)
         rows += block_rows
@@ -147,7 +154,8 @@ def _brackets(seed_counts: list[int]) -> str:
 
 def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunNames = None) -> str:
     a, b = method_name(method_a, names), method_name(method_b, names)
-    splits = int((rows.benchmark != AVERAGE).sum() / max(1, rows.block.nunique()))
+    benchmarks = list(dict.fromkeys(rows.benchmark[rows.benchmark != AVERAGE]))
+    splits = len(holm_family(benchmarks))
     seeds = sorted({len(s.split(",")) for s in rows.seeds})
     lines = [
         f"### {a} - {b}: paired difference of pass@1 (%)",
@@ -169,7 +177,7 @@ def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunName
         "The p-values test the per-seed differences (two-sided; n/a with one seed; with 3 seeds "
         "the smallest sign-flip p is 0.25). Holm (n/a with one seed): whether the paired "
         f"t-test's difference survives Holm's correction at {HOLM_ALPHA:.0%} over "
-        f"{holm_family_text(splits)}. Average: the mean over the benchmarks.",
+        f"{holm_family_text(benchmarks)}. Average: the mean over the benchmarks.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ pasted into the docs cannot drift from the output that produced it.
 
 A page may pin the machine its numbers came from, with a line ``<!-- machine: <digest> -->``
 (:func:`machine_digest` of the evaluation summaries' ``machine`` field) before the bound tables:
-numbers are byte-identical only between equal fingerprints (README "Reproducibility"), so where
+numbers are byte-identical only between equal fingerprints (docs/evaluation.md), so where
 the results were made on another machine only the tables' shape (rows, columns and the first
 column's labels) is compared, and the report says so.
 

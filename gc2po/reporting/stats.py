@@ -29,7 +29,7 @@ resampling seeds shrinks their spread by sqrt((S - 1) / S) and takes normal rath
 quantiles, so it misses when seeds differ a lot (at 3 seeds and 6 points it covered 79% for a
 paired difference, 89% for a pass@1); resampling problems adds the between-problem variance of
 the other estimand, so it is far too wide when seeds barely differ (over 99% at 0.5 point). The
-coverage test keeps a copy to show it (docs/benchmarks.md has its table).
+coverage test keeps a copy to show it (docs/measurements.md has its table).
 
 Multiplicity: :func:`holm_adjusted` is Holm's step-down correction of a family of p-values (the
 comparison tables apply it to the paired t-tests of a table's benchmark rows). Power:

@@ -1,4 +1,4 @@
-"""Table 1 layout (SPEC 5) from per-sample evaluation files.
+"""Table 1 layout (the paper's) from per-sample evaluation files.
 
 One block per base model. Rows: the base model, then "+ method" in the paper's order; columns:
 benchmarks in the config's order and their Average (the mean of the benchmark means). Every
@@ -194,9 +194,9 @@ def _row_cells(
             test = paired_macro_test(mine[part], theirs[part])
             row.update(diff_t_p=test.t_p_value, diff_sign_flip_p=test.sign_flip_p_value)
             row["diff_interval"] = captions.interval_text(len(paired_seeds))
-    if trained:  # Holm over the row's benchmarks; the Average, their mean, is not in the family
-        adjusted, verdicts = captions.holm_verdicts([r["diff_t_p"] for r in rows[:-1]])
-        family = captions.holm_family_text(len(benchmarks))
+    if trained:  # Holm over the row's benchmarks the train split can teach (not the Average)
+        adjusted, verdicts = captions.family_holm([r["diff_t_p"] for r in rows[:-1]], benchmarks)
+        family = captions.holm_family_text(benchmarks)
         for row, p, verdict in zip(rows, adjusted, verdicts):
             row.update(diff_holm_p=p, diff_holm_survives=verdict, holm_family=family)
     return rows

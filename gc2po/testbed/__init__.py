@@ -1,4 +1,4 @@
-"""The arithmetic testbed (SPEC section 6): seeded multi-step word problems, an exact
+"""The arithmetic testbed (docs/testbed.md): seeded multi-step word problems, an exact
 process-validity oracle, and a tiny warm-started model."""
 
 from gc2po.testbed.generator import SPLITS, Problem, generate_splits, solution_text

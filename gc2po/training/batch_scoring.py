@@ -131,6 +131,7 @@ class BatchScoringMixin:
                 max_episodes=self.method.max_episodes(args),
                 rho=args.cf_signal_rho,
                 seed=scoring.perturbation_seed(args.seed, self.state.global_step, micro),
+                trajectory=self.method.trajectory_signal,
             )
         return table.to(batch.completion_mask.device), metrics
 

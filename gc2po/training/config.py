@@ -1,7 +1,7 @@
 r"""``GC2POConfig``: TRL's ``GRPOConfig`` plus the fields of GC2PO and of the baselines (the
 checks of their values are in ``gc2po.training.config_checks``).
 
-Defaults are the paper's; SPEC 2 fills what the paper leaves open. Each field has a one-line
+Defaults are the paper's; the project chose what the paper leaves open. Each field has a one-line
 ``help`` in its metadata; the longer account, by group:
 
 > Method and precision
@@ -42,7 +42,7 @@ cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
     `gc2po`, which reads EOS for the last episode; `"result"` for the corrected
     `gc2po_add`).
 cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
-    its per-episode signal. 0.1, measured on the testbed's train split (docs/benchmarks.md,
+    its per-episode signal. 0.1, measured on the testbed's train split (docs/measurements.md,
     `benchmarks/std_floor.py`): about 2% of R_cf's within-group variance tracks episode validity;
     a floor of 0.001 gives the bonus 42% of the advantage variance, 0.1 gives it 16%.
 cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to
@@ -52,9 +52,11 @@ cf_signal (`str`, defaults to `"r_cf"`): corrected GC2PO: the per-episode signal
     `"oracle"` (the testbed oracle's episode validity: a control) or `"answer_dependence"`
     (the fall in the final answer's log-probability without the episode; beyond the paper). A
     signal other than R_cf is set by the method that owns it (`gc2po_add_oracle`,
-    `gc2po_add_answer`), so tables name it.
-cf_signal_rho (`float` or `None`): with `cf_signal: oracle`, mix the oracle's validity with
-    noise to this within-group correlation given f, in (0, 1] (`None`: the validity itself).
+    `gc2po_add_answer`, and `grpo_fxp`, whose oracle signal is its gated reward f x p), so
+    tables name it.
+cf_signal_rho (`float` or `None`): with `cf_signal: oracle`, add noise to the oracle's validity
+    to this within-group correlation given f, in [1e-6, 1] (`None` or 1: the validity itself).
+    For `grpo_fxp` the reward becomes f x p_rho, p computed from that noisy validity.
 
 > Training machinery
 
@@ -146,7 +148,8 @@ class GC2POConfig(GRPOConfig):
     cf_z_clip: float = _help("Corrected GC2PO: R_cf z-scores are clamped to +-cf_z_clip.", 3.0)
     cf_signal: str = _help(f"Corrected GC2PO's per-episode signal, one of {list(SIGNALS)}.", "r_cf")
     cf_signal_rho: float | None = _help(
-        "cf_signal oracle: mixed with noise to this within-group correlation given f, in (0, 1]."
+        "cf_signal oracle: validity plus noise to this within-group correlation given f, in "
+        "[1e-6, 1] (1: the validity itself)."
     )
     sampling_ratio_pass: bool = _help(
         "Extra no-grad pass for old log-probs (sampling-ratio metric).", False

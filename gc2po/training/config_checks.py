@@ -9,6 +9,7 @@ import dataclasses
 
 from gc2po.core.params import RANGES, check_params
 from gc2po.core.perturbations import build_perturbation
+from gc2po.core.signals import MIN_RHO
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
 from gc2po.training.signals import SIGNALS
@@ -81,9 +82,9 @@ def check_signal(config, method) -> None:
             f"uses {own!r}: remove cf_signal or train that method"
         )
     rho = config.cf_signal_rho
-    if rho is not None and (config.cf_signal != "oracle" or not 0 < rho <= 1):
+    if rho is not None and (config.cf_signal != "oracle" or not MIN_RHO <= rho <= 1):
         raise ValueError(
-            f"cf_signal_rho must be in (0, 1] and only mixes cf_signal 'oracle' (method "
+            f"cf_signal_rho must be in [{MIN_RHO}, 1] and only mixes cf_signal 'oracle' (method "
             f"{config.method!r} uses {config.cf_signal!r}), got {rho!r}"
         )
 
@@ -97,7 +98,7 @@ def check_vllm_fields(config) -> None:
             raise ValueError(
                 f"{truncated[0]}: with use_vllm and vllm_importance_sampling_correction, "
                 "training rollouts sample the full distribution (a truncated one biases "
-                "the importance ratio, TRL issue 6789)"
+                "the importance ratio, https://github.com/huggingface/trl/issues/6789)"
             )
     if (
         config.use_vllm
@@ -108,7 +109,7 @@ def check_vllm_fields(config) -> None:
             "vllm_enable_sleep_mode: true needs the ratio guard "
             "(ratio_guard_patience > 0 with vllm_importance_sampling_correction): "
             "engine weights lost at a wake-up would otherwise go unnoticed "
-            '(docs/benchmarks.md, "Ratio guard")'
+            '(docs/measurements.md, "Ratio guard")'
         )
 
 

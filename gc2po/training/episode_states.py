@@ -4,7 +4,7 @@ The trainer and the reward audit both take their states from :func:`state_table`
 score the same tokens. Choices, for an episode such as ``<episode_2>7*2=14</episode_2>``:
 
 - ``episode_end``: the episode's last token (the paper's; the closing tag for inner episodes,
-  EOS for the last one, whose next-token distribution was never trained: RESEARCH.md 4);
+  EOS for the last one, whose next-token distribution was never trained);
 - ``closing_tag``: the last token that ends by the end of the closing tag ``</episode_i>``;
 - ``last_content``: the last token that ends before the closing tag (the result ``14``);
 - ``result``: the token before a step's result, i.e. the last token that ends by the char after

@@ -18,7 +18,7 @@ trainer's p is (E_q[p/q] = sum_y p(y) = 1); clipped at 3 its expectation is
 sum_y min(p(y), 3 q(y)). So in the token modes the logged mean moves only where the trainer puts
 probability on tokens the engine gives a third of it or less (weights lost at a wake-up, an engine
 grossly stale), or by sampling noise: an engine a few steps behind at a small learning rate
-leaves it at 1 (measured with vLLM's CPU build: docs/benchmarks.md, "Ratio guard",
+leaves it at 1 (measured with vLLM's CPU build: docs/measurements.md, "Ratio guard",
 benchmarks/ratio_guard_power.py). The sequence modes multiply the per-token ratios of a
 completion, so they move more, with staleness and with numeric noise alike. Truncated sampling
 (top_p / top_k / min_p) biases the mean below 1: vLLM's log-probs are then those of the truncated
@@ -37,7 +37,8 @@ IMPORTANCE_SAMPLING_MODES = ("token_truncate", "token_mask", "sequence_truncate"
 
 LIKELY_CAUSES = (
     "the engine is generating from lost or stale weights (weights lost at a sleep/wake-up; weight "
-    "syncs skipped or lost for long enough at the run's learning rate: TRL issue 5312), or "
+    "syncs skipped or lost for long enough at the run's learning rate: "
+    "https://github.com/huggingface/trl/issues/5312), or "
     "truncated sampling (top_p < 1, top_k, min_p: set them off with "
     "vllm_importance_sampling_correction)"
 )
@@ -141,7 +142,7 @@ def logged_ratio(
 
 
 def truncated_sampling_keys(top_p: float, top_k: int | None, min_p: float | None) -> list[str]:
-    """The sampling keys that truncate the distribution vLLM samples from (TRL issue 6789:
+    """The sampling keys that truncate the distribution vLLM samples from (https://github.com/huggingface/trl/issues/6789:
     vLLM's log-probs are then those of the truncated distribution, which biases the ratio)."""
     bad = []
     if top_p != 1.0:

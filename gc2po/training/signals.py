@@ -5,8 +5,11 @@ z-scores it (lambda_cf, floor, clip unchanged).
 - ``r_cf``: the paper's counterfactual reward from the episode states
   (``gc2po.training.scoring``; the default, unchanged);
 - ``oracle``: the testbed oracle's validity of each episode (testbed task only), or, with
-  ``cf_signal_rho``, that validity mixed with noise to a within-group correlation rho given f
-  (``gc2po.core.signals.mix_to_correlation``): a control, not a method one could deploy;
+  ``cf_signal_rho``, that validity plus noise to a within-group correlation rho given f
+  (``gc2po.core.signals.mix_to_correlation``; at rho 1 the validity itself): a control, not a
+  method one could deploy. For the gated control (``grpo_fxp``, a method with
+  ``trajectory_signal``) it is one value per completion, [B, 1]: f x p_rho, the process validity
+  computed from that per-episode signal (``gc2po.core.signals.gated_validity``);
 - ``answer_dependence`` (beyond the paper): the fall in the log-probability of the final answer
   when the episode is removed from the context (``gc2po.core.signals.answer_logprob_drop``),
   one no-grad forward pass per episode and one per completion.
@@ -24,7 +27,12 @@ from dataclasses import dataclass
 
 import torch
 
-from gc2po.core.signals import answer_logprob_drop, mix_to_correlation, within_group_correlation
+from gc2po.core.signals import (
+    answer_logprob_drop,
+    gated_validity,
+    mix_to_correlation,
+    within_group_correlation,
+)
 from gc2po.training.episodes import EpisodeBatch
 
 SIGNALS = ("r_cf", "oracle", "answer_dependence")
@@ -85,7 +93,7 @@ def noisy_oracle(
     seed: int,
     max_episodes: int,
 ) -> torch.Tensor:
-    """The oracle's validity [B, Lmax] mixed to within-group correlation ``rho`` given f. The
+    """The oracle's validity [B, Lmax] plus noise to within-group correlation ``rho`` given f. The
     noise of (row, episode) is entry [row, episode] of one [rows, max_episodes] standard normal
     draw seeded by ``seed``: the same whichever process holds the row."""
     rows = int(row_index.max()) + 1 if row_index.numel() else 0
@@ -204,23 +212,33 @@ def oracle_signal(
     max_episodes: int,
     rho: float | None,
     seed: int,
+    trajectory: bool = False,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The ``oracle`` signal of a generation batch: the validity of each episode [B, Lmax] of
     ``rows`` (the batch's dataset rows: ``question``, ``meta_json``), mixed to ``rho`` when it
-    is not None, and its metrics (the same names on every process)."""
+    is not None, and its metrics (the same names on every process). ``trajectory``: instead the
+    gated reward f x p_rho of each row [B, 1] (``gc2po.core.signals.gated_validity``; at rho
+    None or 1 the oracle's f x p, exactly)."""
     problems = [testbed_problem(row.get("question"), row["meta_json"]) for row in rows]
     validity, f = oracle_validity(problems, episodes, max_episodes)
     present = present_episodes(episodes, validity.shape[1])
     metrics = {"signal/oracle_validity": validity[present].mean().item()}
-    if rho is None:
-        return validity, metrics
-    signal = noisy_oracle(validity, present, f, row_index, group_size, rho, seed, max_episodes)
-    realised, groups = realised_rho(
-        signal, validity, present, f, row_index.long().cpu() // group_size
-    )
-    # over the groups whose validity varies given f (0 when there is none)
-    metrics.update({"signal/rho_within": realised if groups else 0.0, "signal/rho_groups": groups})
-    return signal, metrics
+    signal = validity
+    if rho is not None:
+        signal = noisy_oracle(validity, present, f, row_index, group_size, rho, seed, max_episodes)
+        realised, groups = realised_rho(
+            signal, validity, present, f, row_index.long().cpu() // group_size
+        )
+        # over the groups whose validity varies given f (0 when there is none)
+        metrics.update(
+            {"signal/rho_within": realised if groups else 0.0, "signal/rho_groups": groups}
+        )
+    if not trajectory:
+        return signal, metrics
+    steps = torch.tensor([len(problem.steps) for problem in problems])
+    reward = gated_validity(signal, present, f, steps)
+    metrics["signal/gated_reward"] = reward.mean().item() if reward.numel() else 0.0
+    return reward.unsqueeze(-1), metrics
 
 
 def answer_signal(

@@ -108,7 +108,7 @@ def exit_launched_process(status: int = 0) -> None:
     ``status`` without Python's interpreter finalization; return in a single process.
 
     Why (torch 2.13 + CPython 3.11, reproduced by ``benchmarks/gloo_exit_abort.py``, numbers in
-    docs/benchmarks.md): a gloo worker thread of a process group that is still referenced
+    docs/measurements.md): a gloo worker thread of a process group that is still referenced
     (DeepSpeed's groups, DDP's) releases its last collective (``AsyncAllgatherWork``) after the
     caller's wait returned. Releasing a tensor that has a Python object takes the GIL; once
     ``Py_FinalizeEx`` has begun, ``take_gil`` ends the thread with ``pthread_exit``, whose

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gc2po.core.corrected import additive_token_advantages
+from gc2po.core.corrected import additive_token_advantages, flip_lambda
 from gc2po.core.groups import grpo_advantage
 from tests.core.group_builder import build, completions, split, stretch
 
@@ -154,3 +155,58 @@ def test_the_group_std_before_the_floor_is_reported_by_hand():
     torch.testing.assert_close(result.signal_std, torch.full((2,), 0.5**0.5, dtype=torch.float64))
     bonus = result.token_advantages[0, :2] - result.outcome_advantages[0].float()
     torch.testing.assert_close(bonus, torch.full((2,), -1.0))
+
+
+# -- lambda_cf calibration ------------------------------------------------------------------------
+def copy_group():
+    """One group of 8: six correct one-episode copies of a bet (an invalid episode), one wrong
+    copy, one wrong solution of three equally long episodes, the first two valid."""
+    r_out = torch.tensor([1.0] * 6 + [0.0, 0.0], dtype=torch.float64)
+    episode_ids = torch.tensor([[0, 0, 0, -1, -1, -1]] * 7 + [[0, 0, 1, 1, 2, 2]])
+    validity = torch.zeros(8, 3, dtype=torch.float64)
+    validity[7, :2] = 1.0
+    return r_out, episode_ids, validity, episode_ids >= 0
+
+
+def test_the_plain_oracle_flips_a_correct_copy_near_lambda_two_by_hand():
+    # A_out = 0.25 / (sqrt(3/16) + 1e-4) = 0.5772; the copy's z = -(1/12) / (sqrt(11)/12) =
+    # -1/sqrt(11) = -0.3015 (tests/core/test_signals.py derives both): it reaches 0 at
+    # 0.5772 sqrt(11) = 1.914; +0.336 at 0.8, +0.125 at 1.5, -0.026 at 2.0
+    r_out, episode_ids, validity, mask = copy_group()
+    found = flip_lambda(
+        r_out, episode_ids, validity, mask, group_size=8, cf_std_floor=0.1, cf_z_clip=3.0
+    )
+    a_out = 0.25 / (math.sqrt(3 / 16) + 1e-4)
+    assert found.flips[:7].all() and not found.flips[7]  # the solution's bonus is positive
+    assert found.lambda_flip[:6].tolist() == pytest.approx([a_out * math.sqrt(11)] * 6)
+    assert found.lambda_flip[0].item() == pytest.approx(1.914, abs=1e-3)
+    assert found.lambda_flip[6] == 0  # the wrong copy is below 0 from the start
+    for lam, expected in ((0.8, 0.336), (1.5, 0.125), (2.0, -0.026)):
+        seq = found.outcome_advantages[0] + lam * found.bonus[0]
+        assert seq.item() == pytest.approx(expected, abs=1e-3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, 1.0, float("nan")]), min_size=4, max_size=4),
+    st.lists(st.floats(-1e6, 1e6), min_size=8, max_size=8),
+    st.booleans(),
+)
+def test_flip_lambda_is_where_the_sequence_advantage_crosses_zero(r_out, signal, float_mask):
+    r_out = torch.tensor(r_out, dtype=torch.float64)
+    episode_ids = torch.tensor([[0, 0, 1, 1]] * 4)
+    signal = torch.tensor(signal, dtype=torch.float64).view(4, 2)
+    mask = torch.ones(4, 4)
+    mask = mask if float_mask else mask.bool()
+    found = flip_lambda(
+        r_out, episode_ids, signal, mask, group_size=4, cf_std_floor=0.1, cf_z_clip=3.0
+    )
+    assert all(torch.isfinite(t).all() for t in found if t.is_floating_point())
+    assert (found.lambda_flip >= 0).all()
+    for row in found.flips.nonzero()[:, 0].tolist():
+        lam = found.lambda_flip[row].item()
+        at = additive_token_advantages(
+            r_out, episode_ids, signal, mask, group_size=4, lambda_cf=lam,
+            cf_std_floor=0.1, cf_z_clip=3.0,
+        ).sequence_advantages[row]  # fmt: skip
+        assert at.item() <= 1e-9 * max(1.0, lam)

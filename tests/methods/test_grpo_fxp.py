@@ -57,3 +57,30 @@ def test_the_control_is_registered_labelled_and_owns_its_reward():
         reward_functions(method, "benchmark")
     # only methods that declare a reward get the weights
     assert all("reward_weights" not in m.fixed for m in METHODS.values() if m.rewards is None)
+
+
+def test_the_gated_dose_response_trains_on_f_x_p_rho():
+    """With cf_signal_rho the advantages are GRPO's of the trajectory signal (f x p_rho, r_cf
+    [B, 1]); without it, of the reward function's f x p; an unscored row stays unscored."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from gc2po.core.groups import grpo_advantage
+    from gc2po.methods.base import RolloutBatch
+    from gc2po.methods.grpo_fxp import grpo_fxp_advantages
+
+    method = METHODS["grpo_fxp"]
+    assert method.sweeps == ("cf_signal_rho",) and method.fixed["cf_signal"] == "oracle"
+    assert method.trajectory_signal and method.needs_cf and method.local_groups
+    rewards = torch.tensor([1.0, 0.5, 0.0, 0.0, 1.0, float("nan"), 0.25, 0.0])
+    gated = torch.tensor([[0.8], [0.7], [0.0], [0.0], [1.0], [0.3], [0.1], [0.0]])
+    batch = RolloutBatch(
+        rewards, torch.arange(8), 4, torch.ones(8, 3, dtype=torch.bool), lambda t: t, r_cf=gated
+    )
+    plain, _ = grpo_fxp_advantages(batch, SimpleNamespace(cf_signal_rho=None))
+    torch.testing.assert_close(plain, grpo_advantage(rewards.view(2, 4)).reshape(-1))
+    noisy, _ = grpo_fxp_advantages(batch, SimpleNamespace(cf_signal_rho=0.3))
+    expected = grpo_advantage(torch.where(rewards.isnan(), rewards, gated[:, 0]).view(2, 4))
+    torch.testing.assert_close(noisy, expected.reshape(-1))
+    assert noisy[5] == 0 and not torch.equal(noisy, plain)

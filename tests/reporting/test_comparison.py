@@ -68,7 +68,7 @@ def test_markdown_names_the_methods_and_writes_the_csv(tmp_path):
     )
     assert "| testbed | Average | 75.0 | 50.0 | +25.0 [" in text and "| not in family |" in text
     assert "95% t-interval over 2 seeds, for these problems" in text
-    assert "the 1 benchmark split of a base model (the Average excluded" in text
+    assert "the 1 benchmark split of a base model (Test (ID); the Average excluded" in text
     assert csv.read_text().startswith(
         "block,benchmark,mean_a,mean_b,diff,diff_ci_low,diff_ci_high,t_p,sign_flip_p,holm_p,"
         "holm_survives"
@@ -95,22 +95,52 @@ def _many_seeds(tmp_path, shifts: dict[str, list[int]]):
 
 def test_holm_marks_over_the_benchmark_rows_of_a_base_model(tmp_path):
     # test_id: differences 20, 30, 20, 30, 20 points (t p 0.0006: survives 3 x p);
-    # test_longer: 0, 10, 0, 10, 10 (p 0.07: no); test_rephrase: 10, 20, 10, 0, 10 (p 0.034
-    # alone, not after Holm)
+    # test_wrongbet: 0, 10, 0, 10, 10 (p 0.07: no); bench_c (not a testbed split, so in the
+    # family): 10, 20, 10, 0, 10 (p 0.034 alone, not after Holm)
     shifts = {
         "test_id": [2, 3, 2, 3, 2],
-        "test_rephrase": [1, 2, 1, 0, 1],
-        "test_longer": [0, 1, 0, 1, 1],
+        "bench_c": [1, 2, 1, 0, 1],
+        "test_wrongbet": [0, 1, 0, 1, 1],
     }
     files = _many_seeds(tmp_path, shifts)
     rows = compare(files, "gc2po", "grpo", list(shifts)).set_index("benchmark")
-    assert rows.t_p["test_rephrase"] < 0.05 < rows.holm_p["test_rephrase"]
+    assert rows.t_p["bench_c"] < 0.05 < rows.holm_p["bench_c"]
     ordered = rows.t_p[list(shifts)].sort_values()
     by_hand = [min(1, (3 - i) * p) for i, p in enumerate(ordered)]
     by_hand = pd.Series(pd.Series(by_hand).cummax().values, index=ordered.index)
     assert rows.holm_p[list(shifts)].tolist() == pytest.approx(by_hand[list(shifts)].tolist())
     assert rows.holm_survives[list(shifts)].tolist() == ["yes", "no", "no"]
     assert pd.isna(rows.holm_p["Average"])  # not in the family
+
+
+def test_the_holm_family_holds_only_the_splits_the_train_split_can_teach(tmp_path):
+    # the same differences on test_id and test_wrongbet (learnable) and on test_rephrase and
+    # test_longer (labelled not learnable): the family is 2, the unlearnable rows are reported
+    # with their tests and no Holm mark
+    shifts = {
+        "test_id": [2, 3, 2, 3, 2],
+        "test_rephrase": [2, 3, 2, 3, 2],
+        "test_longer": [1, 2, 1, 0, 1],
+        "test_wrongbet": [0, 1, 0, 1, 1],
+    }
+    files = _many_seeds(tmp_path, shifts)
+    md, csv = tmp_path / "out.md", tmp_path / "out.csv"
+    rows = write_comparison(files, "gc2po", "grpo", list(shifts), md=md, csv=csv)
+    rows = rows.set_index("benchmark")
+    p = rows.t_p[["test_id", "test_wrongbet"]].sort_values()
+    by_hand = [2 * p.iloc[0], max(2 * p.iloc[0], p.iloc[1])]  # m = 2, by hand
+    assert rows.holm_p[p.index].tolist() == pytest.approx(by_hand)
+    for unlearnable in ("test_rephrase", "test_longer"):
+        assert pd.isna(rows.holm_p[unlearnable]) and rows.t_p[unlearnable] < 0.05
+        assert rows.holm_survives[unlearnable] == "not in family"
+    text = md.read_text()
+    assert "| Holm (2 splits) |" in text
+    assert "| testbed | Longer chains |" in text and text.count("| not in family |") == 3
+    assert (
+        "the 2 benchmark splits of a base model that the train split can teach (Test (ID), "
+        "Wrong bet; not in the family, not learnable from the train split: Rephrased, Longer "
+        "chains; the Average excluded: it is their mean)" in " ".join(text.split())
+    )
 
 
 def test_one_seed_prints_no_interval(tmp_path):

@@ -165,7 +165,7 @@ def test_the_sampling_interval_of_one_evaluation_holds_its_95_percent():
 
 if (
     __name__ == "__main__"
-):  # the table docs/benchmarks.md shows: python -m tests.reporting.test_coverage
+):  # the table docs/measurements.md shows: python -m tests.reporting.test_coverage
     found = simulated_coverage()
     print("| interval | seeds | " + " | ".join(f"{s:g} points" for s in SPREADS) + " |")
     print("|---|---|" + "---|" * len(SPREADS))

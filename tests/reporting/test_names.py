@@ -61,6 +61,9 @@ def test_runs_outside_the_registry_are_named_by_the_plan_and_sort_after_it():
         "gc2po_add_oracle_cf_signal_rho_0.07": (
             "Control (oracle): GC2PO (corrected, oracle validity, rho = 0.07)"
         ),
+        "gc2po_add_oracle_lambda_cf_0.4": (
+            "Control (oracle): GC2PO (corrected, oracle validity, lambda_cf = 0.4)"
+        ),
         "gc2po_mean": "GC2PO (paper, episode_weight_norm = mean)",
         "grpo_slow": "GRPO (learning_rate = 1e-07)",
     }

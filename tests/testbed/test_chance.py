@@ -42,12 +42,18 @@ def test_chance_level_needs_both_splits():
 
 def test_every_split_has_a_reachability_and_each_reason_holds():
     assert set(UNREACHABLE) == set(SPLITS)
-    assert {s for s, reason in UNREACHABLE.items() if reason} == {"test_rephrase", "test_longer"}
+    assert {s for s, reason in UNREACHABLE.items() if reason} == {
+        "test_rephrase",
+        "test_distractor",
+        "test_longer",
+    }
     # test_rephrase: the held-out templates' verbs never occur in a train template
     train_text = " ".join(t for ts in TEMPLATES["train"].values() for t in ts)
     for verb in ("sells", "hands", "break", "turns into", "owns", "collects"):
         assert verb in " ".join(t for ts in TEMPLATES["held_out"].values() for t in ts)
         assert verb not in train_text
+    # test_distractor: distractor sentences, of which the train split has none
+    assert SPLITS["train"][3] == 0 < SPLITS["test_distractor"][3]
     # test_longer: more steps (so episode tags) than any train problem
     assert SPLITS["test_longer"][1] > SPLITS["train"][2]
     # test_newstart: the train split's templates and step counts, only the start moves

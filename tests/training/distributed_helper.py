@@ -105,5 +105,5 @@ def main(run_path: str, dump_dir: str):
 if __name__ == "__main__":
     main(*sys.argv[1:3])
     # end as `gc2po train` does under accelerate launch: the interpreter's teardown can abort on a
-    # gloo thread's last release (pytorch#190489, docs/benchmarks.md)
+    # gloo thread's last release (pytorch#190489, docs/measurements.md)
     exit_launched_process(0)

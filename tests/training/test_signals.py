@@ -101,6 +101,36 @@ def test_the_noisy_oracle_is_seeded_per_step_and_the_same_on_any_process(testbed
     torch.testing.assert_close(halves, whole)
 
 
+def test_the_gated_oracle_at_rho_one_is_the_f_x_p_reward_exactly(testbed_tokenizer):
+    """grpo_fxp's trajectory signal: at rho None or 1 the reward function's f x p on the same
+    text, exactly; below 1 a reward in [0, 1] that is 0 for every wrong completion."""
+    import json
+
+    from gc2po.methods.grpo_fxp import outcome_x_validity
+
+    tok = testbed_tokenizer
+    problems, ids, padded, mask = completions(tok, count=24)
+    episodes = segment_completions(tok, padded, mask, 32)
+    rows = [{"question": p.question, "meta_json": json.dumps(p.record()["meta"])} for p in problems]
+    texts = [tok.decode(r, skip_special_tokens=True) for r in ids]
+    reward = outcome_x_validity(None, texts, [r["meta_json"] for r in rows],
+                                question=[r["question"] for r in rows])  # fmt: skip
+    assert 0 < sum(reward) < len(reward)  # right and wrong completions (fractions: tests/core)
+    for rho in (None, 1.0, 0.3):
+        table, metrics = signals.oracle_signal(
+            rows, episodes, torch.arange(24), 4, max_episodes=32, rho=rho, seed=3, trajectory=True
+        )
+        assert table.shape == (24, 1)
+        assert metrics["signal/gated_reward"] == pytest.approx(table.mean().item())
+        if rho != 0.3:
+            assert table[:, 0].tolist() == reward  # exactly, not approximately
+        else:
+            assert table[:, 0].tolist() != reward
+            assert ((table >= 0) & (table <= 1)).all()
+            wrong = torch.tensor([grade(p, t).f == 0 for p, t in zip(problems, texts)])
+            assert wrong.any() and (table[wrong] == 0).all()
+
+
 def test_the_answer_probe_finds_the_answer_and_each_episodes_tokens(testbed_tokenizer):
     tok = testbed_tokenizer
     problems, ids, padded, mask = completions(tok, count=8)

@@ -36,6 +36,9 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
             cf_z_clip=config.cf_z_clip,
             row_index=batch.row_index,
         ).token_advantages
+    if method == "grpo_fxp":  # GRPO on its own reward (f x p; f x p_rho with cf_signal_rho)
+        reward = rewards if config.cf_signal_rho is None else batch.r_cf[:, 0].to(rewards)
+        return grpo_advantage(reward.view(-1, K)).reshape(-1)
     if METHODS[method].needs_cf:
         return gc2po_token_advantages(
             rewards,
@@ -51,7 +54,7 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
             row_index=batch.row_index,
         ).token_advantages
     grouped = rewards.view(-1, K)
-    if method in ("grpo", "grpo_fxp"):  # grpo_fxp: GRPO on its own reward (batch.rewards)
+    if method == "grpo":
         return grpo_advantage(grouped).reshape(-1)
     if method in ("dr_grpo", "gvpo"):
         return dr_grpo_advantage(grouped).reshape(-1)
@@ -337,7 +340,7 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
     "method, override, match",
     [
         ("ppo", {}, r"method: unknown name 'ppo'; valid choices: \["),
-        ("gc2po", {"lambda_cf": 1.5}, r"lambda_cf must be in \[0, 1\]"),
+        ("gc2po", {"lambda_cf": 10.5}, r"lambda_cf must be in \[0, 10\]"),
         ("gc2po", {"lambda_exp": -0.1}, r"lambda_exp must be in \[0, 1\]"),
         ("gc2po", {"num_generations": 1, "per_device_train_batch_size": 4}, "num_generations"),
         (

@@ -1,5 +1,5 @@
 """``gc2po.core.losses.clipped_token_loss`` is the loss TRL's GRPOTrainer computes with
-``loss_type="grpo"`` (what the README's method table says): the same micro-batch through TRL's own
+``loss_type="grpo"`` (as docs/method.md says): the same micro-batch through TRL's own
 ``_compute_loss`` and through our formula, with off-policy old log-probs (ratios away from 1, some
 clipped) and the k3 KL term, which TRL weights by the ratio (``use_bias_correction_kl``, set
 explicitly in ``TRAINER_DEFAULTS``; off gives the paper's plain term)."""

@@ -186,7 +186,7 @@ def test_a_sleeping_engine_gets_the_trainers_weights_before_every_generation():
     """What keeps stale weights out of a sleeping engine (config/paper.yaml's sleep mode): TRL
     1.16 discards the engine's weights at every sleep (level 2) and ``generate`` pushes the
     trainer's weights again while they are discarded, whether or not the trainer's once-per-step
-    sync ran (the guard does not see stale weights at lr 1e-6: docs/benchmarks.md). vLLM's sleep
+    sync ran (the guard does not see stale weights at lr 1e-6: docs/measurements.md). vLLM's sleep
     mode is refused on CPU, so a stub engine records what TRL asks of it."""
     from types import SimpleNamespace
 

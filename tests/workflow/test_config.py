@@ -49,7 +49,11 @@ ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
     "gc2po_add_answer": "gc2po_add_advantages",
     "grpo_fxp": "grpo_fxp_advantages",
 }
-SIGNAL = {"gc2po_add_oracle": "oracle", "gc2po_add_answer": "answer_dependence"}  # else r_cf
+SIGNAL = {  # else r_cf
+    "gc2po_add_oracle": "oracle",
+    "grpo_fxp": "oracle",  # its gated reward f x p_rho, one value per completion
+    "gc2po_add_answer": "answer_dependence",
+}
 BETA = {
     "dr_grpo": 0.0,
     "gvpo": 0.0,
@@ -101,13 +105,18 @@ def test_every_training_job_resolves_to_what_its_config_declares(name):
         for form in (
             "gc2po_",
             "gc2po_add_",
-        ):  # the lambda sweeps of the paper's and the corrected form
+            "gc2po_add_oracle_",
+        ):  # the lambda sweeps of the paper's and the corrected form (R_cf, the plain oracle)
             if job.run.startswith(f"{form}lambda"):
                 key, value = job.run.removeprefix(form).rsplit("_", 1)
                 assert getattr(args, key) == float(value) and method == form[:-1], job
         assert args.cf_signal == SIGNAL.get(method, "r_cf"), job
-        # the corrected form's std-floor sweep and the oracle control's dose-response
-        for form, key in (("gc2po_add_", "cf_std_floor"), ("gc2po_add_oracle_", "cf_signal_rho")):
+        # the corrected form's std-floor sweep and the oracle controls' dose-responses
+        for form, key in (
+            ("gc2po_add_", "cf_std_floor"),
+            ("gc2po_add_oracle_", "cf_signal_rho"),
+            ("grpo_fxp_", "cf_signal_rho"),
+        ):
             if job.run.startswith(f"{form}{key}_"):
                 assert getattr(args, key) == float(job.run.rsplit("_", 1)[1]), job
                 assert method == form[:-1], job
@@ -210,10 +219,11 @@ def test_a_bad_trainer_value_fails_validation_naming_the_key(trainer, match):
         validate(config)
 
 
-def test_the_study_runs_the_controls_doses_and_floors_of_issue_31():
+def test_the_study_runs_the_controls_doses_floors_and_lambdas():
     config = load_config(CONFIGS["testbed_study"])
     runs = {(job.run, job.method) for job in training_jobs(config)}
-    rhos = [0.07, 0.15, 0.3, 0.6, 1.0]
+    rhos = [0.15, 0.3, 0.6, 1.0]  # both dose-responses: the additive and the gated control
+    lambdas = [1.97, 3.95, 5.92]  # around the plain oracle's flip weight
     assert runs == {
         ("grpo", "grpo"),
         ("gc2po", "gc2po"),
@@ -221,7 +231,20 @@ def test_the_study_runs_the_controls_doses_and_floors_of_issue_31():
         ("grpo_fxp", "grpo_fxp"),
         ("gc2po_add_cf_std_floor_0.001", "gc2po_add"),
         *((f"gc2po_add_oracle_cf_signal_rho_{rho}", "gc2po_add_oracle") for rho in rhos),
+        *((f"grpo_fxp_cf_signal_rho_{rho}", "grpo_fxp") for rho in rhos),
+        *(
+            (f"{m}_lambda_cf_{lam}", m)
+            for m in ("gc2po_add", "gc2po_add_oracle")
+            for lam in lambdas
+        ),
     }
+    names = [f"dose_response_{d['method']}_{d['key']}" for d in config["report"]["dose_response"]]
+    assert names == [
+        "dose_response_gc2po_add_oracle_cf_signal_rho",
+        "dose_response_grpo_fxp_cf_signal_rho",
+        "dose_response_gc2po_add_oracle_lambda_cf",
+        "dose_response_gc2po_add_lambda_cf",
+    ]
     assert {job.seed for job in training_jobs(config)} == {0, 1, 2, 3, 4}
     assert "test_wrongbet" in config["evaluate"]["benchmarks"]
 
@@ -232,7 +255,7 @@ def test_the_study_runs_the_controls_doses_and_floors_of_issue_31():
         (
             {"cf_signal_rho": [0.3]},
             ["gc2po_add"],
-            r"sweeps.cf_signal_rho: swept for \['gc2po_add_oracle'\]",
+            r"sweeps.cf_signal_rho: swept for \['gc2po_add_oracle', 'grpo_fxp'\]",
         ),
         ({"cf_std_floor": [0.01]}, ["gc2po"], r"sweeps.cf_std_floor: swept for \['gc2po_add'\]"),
         ({"lambda_cf": [0.4]}, ["grpo"], r"sweep_methods: 'grpo' has no sweep"),

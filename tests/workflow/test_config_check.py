@@ -61,7 +61,7 @@ def test_a_hit_skips_the_check_and_a_bad_config_is_not_remembered(tmp_path, monk
 @pytest.mark.slow
 def test_a_rerun_of_the_workflow_parse_imports_neither_trl_nor_torch(tmp_path):
     """Snakemake's own process after a first parse: the check is read back, so neither library
-    is loaded (the no-op timing of docs/benchmarks.md depends on it)."""
+    is loaded (the no-op timing of docs/measurements.md depends on it)."""
     probe = (
         "import sys, runpy\n"
         "sys.argv = ['snakemake', '-n', '-q', '-d', sys.argv[1]]\n"

@@ -82,13 +82,15 @@ def _resolver():
 
 
 def test_ci_resolves_every_documented_install():
-    """ci/resolve_envs.py (run by .ci/run) dry-runs every `pip install -e '.[...]'` the README
-    and the SLURM profile document, and both conda envs; none puts vLLM beside the SLURM plugin."""
+    """ci/resolve_envs.py (run by .ci/run) dry-runs every `pip install -e '.[...]'` the README,
+    the docs and the SLURM profile document, and both conda envs; none puts vLLM beside the SLURM
+    plugin."""
     resolver = _resolver()
     combos = {**resolver.COMBINATIONS, **resolver.conda_combinations()}
     resolved = {tuple(args) for args in combos.values()}
     documented = set()
-    for path in (ROOT / "README.md", ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"):
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for path in (*documents, ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"):
         documented |= set(re.findall(r"pip install -e '(\.(?:\[[a-z,-]+\])?)'", path.read_text()))
     assert documented >= {".[dev]", ".[gpu]", ".[slurm]"}
     assert {("-e", target) for target in documented} <= resolved

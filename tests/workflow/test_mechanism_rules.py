@@ -9,6 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
+import pytest
+
 from gc2po.testbed.mechanism import MEASURE_SPLITS
 from gc2po.workflow import report_plan
 from gc2po.workflow.plan import load_config
@@ -85,3 +88,41 @@ def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_pa
     bad.write_text("evaluate: {greedy_benchmarks: [gsm8k]}\n")
     out = dry_run(tmp_path, bad)
     assert "evaluate.greedy_benchmarks: ['gsm8k'] are not evaluated" in out.stdout + out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # trains and evaluates two runs: past 600 s on a loaded machine
+def test_a_second_dose_response_renders_its_table_and_figure(tmp_path):
+    """At the ci miniature's scale: the gated control's rho sweep beside the paper's lambda sweep,
+    each dose response its own table and figure, the measured marker named in the caption."""
+    overlay = tmp_path / "dose.yaml"
+    overlay.write_text(
+        "sweeps: {lambda_exp: [], lambda_cf: [0.5], cf_signal_rho: [0.3, 1.0]}\n"
+        "sweep_methods: [gc2po, grpo_fxp]\n"
+        "report:\n"
+        "  dose_response:\n"
+        "    - {method: gc2po, key: lambda_cf}\n"
+        "    - {method: grpo_fxp, key: cf_signal_rho, markers: {R_cf measured: 0.143}}\n"
+    )
+    work = tmp_path / "wf"
+    names = ("dose_response_gc2po_lambda_cf", "dose_response_grpo_fxp_cf_signal_rho")
+    kinds = (("tables", "md"), ("tables", "csv"), ("figures", "png"))
+    targets = [f"results/ci/{kind}/{name}.{ext}" for name in names for kind, ext in kinds]
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "-d", str(work)]
+        + ["-s", str(ROOT / "Snakefile"), "--configfile", str(ROOT / "config/config.yaml")]
+        + [str(ROOT / "config/ci.yaml"), str(overlay), "--", *targets],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert all((work / target).exists() for target in targets)
+    gated = (work / "results/ci/tables/dose_response_grpo_fxp_cf_signal_rho.md").read_text()
+    assert "### Dose response: Control (oracle): GRPO on f x p against cf_signal_rho" in gated
+    for rho in ("0.3", "1"):
+        assert f"| testbed | {rho} | Control (oracle): GRPO on f x p (rho = {rho}" in gated, rho
+    assert "Marked on the axis: R_cf measured at 0.143." in gated
+    rows = pd.read_csv(work / "results/ci/tables/dose_response_grpo_fxp_cf_signal_rho.csv")
+    assert sorted(rows.value.dropna().unique()) == [0.3, 1.0]

@@ -26,11 +26,11 @@ def facts():
 def test_sweeps_and_defaults_follow_the_methods_roles(facts):
     assert plan.SWEEP_KEYS == {
         "lambda_exp": ("gc2po", "gc2po_add"),
-        "lambda_cf": ("gc2po", "gc2po_add"),
+        "lambda_cf": ("gc2po", "gc2po_add", "gc2po_add_oracle"),
         "cf_std_floor": ("gc2po_add",),
-        "cf_signal_rho": ("gc2po_add_oracle",),
+        "cf_signal_rho": ("gc2po_add_oracle", "grpo_fxp"),
     }
-    assert plan.SWEEP_METHODS == ("gc2po", "gc2po_add", "gc2po_add_oracle")
+    assert plan.SWEEP_METHODS == ("gc2po", "gc2po_add", "gc2po_add_oracle", "grpo_fxp")
     assert default_sweep_methods(facts) == ["gc2po"]
     config = plan.load_config(CI)
     runs = plan.runs(config, facts)
@@ -88,7 +88,7 @@ def test_a_bad_report_key_fails_the_check_naming_it(path, value, message, facts,
         checked(config, None, cache=tmp_path / "check.json")
 
 
-@pytest.mark.parametrize("value", [1.5, -0.1])
+@pytest.mark.parametrize("value", [10.5, -0.1])
 def test_a_sweep_value_out_of_the_trainers_range_names_the_job_and_key(value):
     """The schema gives sweeps no range: the trainer's, where the job's GC2POConfig is built."""
     config = plan.load_config(CI)

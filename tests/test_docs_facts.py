@@ -1,0 +1,169 @@
+"""Facts in the docs that change with the code are checked against the code: the configs' base
+models, Table 1 methods and job counts (docs/workflow.md, against the configs and dry runs), the
+method table (docs/method.md, against the registry), the memory table (docs/training.md, against
+``gc2po plan``'s rows), the command table (docs/cli.md, against ``gc2po --help``), the default's
+recipe (docs/testbed.md, against the config), and the README's size, its two commands and its
+citation (against CITATION.cff)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gc2po.methods import METHODS
+from gc2po.workflow.plan import base_models, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+COMPLETE_CONFIGS = ("config/config.yaml", "config/paper.yaml", "config/smollm2.yaml")  # given alone
+
+
+def page(name: str) -> str:
+    return (DOCS / name).read_text()
+
+
+def table_after(text: str, heading: str) -> list[list[str]]:
+    """The rows (cells stripped) of the first Markdown table after ``heading``, header and rule
+    left out."""
+    section = f"\n{text}".split(f"\n{heading}\n", 1)[1]
+    lines = section[section.index("\n|") + 1 :].splitlines()
+    rows = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows[2:]
+
+
+def backticked(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def config_files(config: str) -> list[str]:
+    """How the docs say a config is given: complete ones alone, overlays after the default."""
+    return [config] if config in COMPLETE_CONFIGS else ["config/config.yaml", config]
+
+
+def config_rows() -> list[list[str]]:
+    return table_after(page("workflow.md"), "## The configs")
+
+
+def test_the_config_table_names_every_config():
+    listed = {backticked(row[0])[0] for row in config_rows()}
+    present = {str(p.relative_to(ROOT)) for p in (ROOT / "config").glob("*.yaml")}
+    assert listed == present
+
+
+@pytest.mark.parametrize("row", config_rows(), ids=lambda row: backticked(row[0])[0])
+def test_a_configs_base_models_and_table_1_methods_are_the_configs(row):
+    config = load_config(config_files(backticked(row[0])[0]))
+    assert [name.strip() for name in row[2].split(",")] == list(base_models(config))
+    assert backticked(row[3]) == config["report"]["main_methods"]
+
+
+def dry_run_jobs(files: list[str]) -> int:
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "2"]
+        + ["--configfile", *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return int(re.search(r"^total\s+(\d+)$", out.stdout, re.MULTILINE)[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", config_rows(), ids=lambda row: backticked(row[0])[0])
+def test_a_configs_job_count_is_its_dry_runs(row):
+    config = backticked(row[0])[0]
+    jobs = dry_run_jobs(config_files(config))
+    assert int(row[4]) == jobs, f"docs/workflow.md: {row[4]} jobs for {config}, a dry run: {jobs}"
+
+
+def test_the_method_table_is_the_registry():
+    rows = table_after(page("method.md"), "## Methods and how faithful they are")
+    listed = [name for row in rows for name in backticked(row[0])]
+    assert len(listed) == len(set(listed)), "a method listed twice"
+    assert set(listed) == set(METHODS)
+
+
+@pytest.mark.slow
+def test_the_memory_table_is_the_plans():
+    """Each row: base models of config/paper.yaml, GRPO's peak (generation / scoring / training)
+    and the full-length sequences vLLM's KV cache holds, as ``gc2po plan`` prints them."""
+    from gc2po.workflow.plan_summary import memory_plan
+
+    config = load_config(["config/paper.yaml"])
+    plan = memory_plan(config)
+    grpo = plan[plan["run"] == "grpo"].set_index("base")
+    rows = table_after(page("training.md"), "## The memory plan")
+    listed = [name.strip() for row in rows for name in row[0].split(",")]
+    assert sorted(listed) == sorted(base_models(config))
+    for row in rows:
+        for base in (name.strip() for name in row[0].split(",")):
+            job = grpo.loc[base]
+            peaks = [job[k] for k in ("peak_gib", "generation_peak_gib", "scoring_peak_gib")]
+            expected = f"{peaks[0]} ({peaks[1]} / {peaks[2]} / {job['training_peak_gib']})"
+            assert row[1] == expected, (base, row[1], expected)
+            assert int(row[2]) == job["kv_cache_sequences"], base
+
+
+def test_the_command_table_lists_every_subcommand():
+    out = subprocess.run(
+        [sys.executable, "-m", "gc2po.cli", "--help"], capture_output=True, text=True, cwd=ROOT
+    )
+    subcommands = re.search(r"\{([\w,-]+)\}", out.stdout)[1].split(",")
+    assert "train" in subcommands and "eval" in subcommands
+    rows = table_after(page("cli.md"), "# Command line")
+    documented = {backticked(row[0])[0].split()[1] for row in rows}
+    assert set(subcommands) <= documented, set(subcommands) - documented
+
+
+def test_the_readme_is_short_and_starts_with_the_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 12 * 1024
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert [line.split("#")[0].strip() for line in first_block] == [
+        "pip install -e '.[dev]' && snakemake --cores 2",
+        "python3 -m pytest -q",
+    ]
+
+
+def test_the_readme_cites_what_citation_cff_cites():
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    paper = citation["preferred-citation"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"title = {{{paper['title']}}}" in readme
+    assert f"year = {{{paper['year']}}}" in readme
+    for author in paper["authors"]:
+        assert f"{author['family-names']}, {author['given-names']}" in readme
+    assert citation["license"] == "Apache-2.0"
+    assert 'license = { text = "Apache-2.0" }' in (ROOT / "pyproject.toml").read_text()
+    assert "Apache License" in (ROOT / "LICENSE").read_text().splitlines()[1]
+
+
+def test_the_defaults_recipe_is_the_configs():
+    """docs/testbed.md, "What the default runs": seeds, steps, batch, learning rate, KL."""
+    from gc2po.training.run_config import TRAINER_DEFAULTS
+
+    text = " ".join(page("testbed.md").split("## What the default runs", 1)[1].split())
+    recipe = re.search(
+        r"\((\d+) seeds each, (\d+) steps of (\d+) prompts x (\d+) completions, "
+        r"lr ([\d.e-]+), KL coefficient ([\d.]+)\)",
+        text,
+    )
+    config = load_config(["config/config.yaml"])
+    trainer = {**TRAINER_DEFAULTS, **config["train"]["trainer"]}
+    k = trainer["num_generations"]
+    assert int(recipe[1]) == len(config["seeds"])
+    assert int(recipe[2]) == trainer["max_steps"]
+    assert (int(recipe[3]), int(recipe[4])) == (trainer["per_device_train_batch_size"] // k, k)
+    assert float(recipe[5]) == trainer["learning_rate"]
+    assert float(recipe[6]) == trainer["beta"]

@@ -1,0 +1,125 @@
+"""Every command of the README's "I want to..." table runs: a Snakemake command as a dry run
+(``-n --forceall``: every job planned, nothing run), ``gc2po tables`` with ``--help``, the
+registry listings and the docs checker as they are; each row's output is checked for what the
+row promises, not only the exit status."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gc2po.data import BENCHMARKS
+from gc2po.methods import METHODS
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def rows() -> dict[str, str]:
+    """Each row's "I want to..." text -> its command (the first backticked span of its second
+    cell)."""
+    table = README.split("## I want to...\n", 1)[1].strip().split("\n\n", 1)[0]
+    found = {}
+    for line in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        found[cells[0]] = re.match(r"`([^`]+)`", cells[1])[1]
+    return found
+
+
+def planned(out: subprocess.CompletedProcess) -> str:
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert re.search(r"^total\s+\d+$", out.stdout, re.MULTILINE), out.stdout[-2000:]
+    return out.stdout
+
+
+def expect_everything(out):
+    text = planned(out)
+    for rule in ("warm_start", "train", "evaluate", "table", "figures"):
+        assert f"rule {rule}:" in text, rule
+
+
+def expect_full_table(out):
+    text = planned(out)
+    assert "results/testbed_full/tables/table1.md" in text
+    assert "rule audit:" in text  # the full config's, not the default's
+
+
+def expect_cluster(out):
+    text = planned(out)
+    train = text[text.index("rule train:") :].split("\n\n", 1)[0]
+    assert "slurm_partition=" in train and "gpu=8" in train, train
+    assert "accelerate.commands.launch" in text
+
+
+def expect_one_table(out):
+    text = planned(out)
+    assert "rule table:" in text and "results/testbed/tables/table1.md" in text
+    assert "rule figures:" not in text  # only what the table needs
+
+
+def expect_tables_help(out):
+    assert out.returncode == 0, out.stderr
+    assert "--eval-dir" in out.stdout and "--methods" in out.stdout
+
+
+def expect_plan(out):
+    expect_everything(out)
+
+
+def expect_methods(out):
+    assert out.returncode == 0, out.stderr
+    assert set(out.stdout.split()) == set(METHODS)
+
+
+def expect_benchmarks(out):
+    assert out.returncode == 0, out.stderr
+    assert set(out.stdout.split()) == set(BENCHMARKS)
+
+
+def expect_docs_check(out):
+    # exit 1 where this checkout holds no run (every bound table missing), 0 where it holds one
+    assert out.returncode in (0, 1), out.stderr
+    assert re.search(r"docs/results\.md: \d+ bound tables, \d+ differ", out.stdout), out.stdout
+
+
+EXPECTED = {
+    "reproduce everything (the embedded default)": expect_everything,
+    "run a bigger config (the testbed's full Table 1, the study)": expect_full_table,
+    "submit the paper's runs to a SLURM cluster": expect_cluster,
+    "regenerate one table": expect_one_table,
+    "tabulate evaluations that already exist": expect_tables_help,
+    "see every job before running": expect_plan,
+    "add a method (then list the registry with it)": expect_methods,
+    "add a benchmark (then list the registry with it)": expect_benchmarks,
+    "read the results, and check their tables against my run": expect_docs_check,
+}
+
+
+def as_run(command: str) -> list[str]:
+    """The row's command as this test runs it: with this interpreter, dry where it would work."""
+    words = shlex.split(command)
+    program, rest = words[0], words[1:]
+    if program == "snakemake":
+        return [sys.executable, "-m", "snakemake", "-n", "--forceall", *rest]
+    if program == "gc2po":
+        return [sys.executable, "-m", "gc2po.cli", *rest, "--help"]
+    assert program == "python", command
+    return [sys.executable, *rest]
+
+
+def test_every_row_has_a_check():
+    assert set(rows()) == set(EXPECTED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("want", list(EXPECTED))
+def test_a_rows_command_runs(want):
+    out = subprocess.run(
+        as_run(rows()[want]), cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    EXPECTED[want](out)
