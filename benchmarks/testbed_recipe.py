@@ -59,7 +59,7 @@ def with_cued_share(records: list[dict], share: float, seed: int = 0) -> list[di
     cued = [r for r in records if r["meta"].get("cue") is not None]
     if not 0 <= share < 1:
         raise SystemExit(f"--cued-share must be in [0, 1), got {share}")
-    keep = min(len(cued), round(share * len(uncued) / (1 - share)))
+    keep = min(len(cued), int(share * len(uncued) / (1 - share)))
     out = uncued + cued[:keep]
     random.Random(seed).shuffle(out)
     return out
