@@ -33,6 +33,7 @@ TESTBED_SPLIT_NAMES: dict[str, str] = {
     "test_distractor": "Distractors",
     "test_longer": "Longer chains",
     "test_wrongbet": "Wrong bet",
+    "test_newstart": "New starts",
 }
 
 

@@ -35,6 +35,7 @@ UNREACHABLE: dict[str, str | None] = {
         "steps)"
     ),
     "test_wrongbet": None,
+    "test_newstart": None,
 }
 
 

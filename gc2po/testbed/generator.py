@@ -9,7 +9,11 @@ each phrased by a template. Its reference solution writes one ``<episode_i>`` pe
 - ``test_distractor``: training templates plus sentences with irrelevant numbers;
 - ``test_longer``: 5-6 steps, more than seen in training;
 - ``test_wrongbet``: training templates, 2-4 steps, no distractor, and always a bet that is wrong
-  (it isolates reliance on the cue: a model that copies the bet fails every problem).
+  (it isolates reliance on the cue: a model that copies the bet fails every problem);
+- ``test_newstart``: training templates, 2-4 steps, no bet, and a starting value of 21-40 where
+  every training problem starts at 2-20 (``START_RANGES``): a shift of the inputs that the train
+  split can teach (every number up to ``MAX_VALUE`` is an intermediate value of training chains,
+  every operation and episode tag a training target) and that only computing the chain answers.
 
 The spurious cue (the paper's Figure 1 motivation, a shortcut that pays in distribution): with
 probability ``CueConfig.frac`` a ``train`` / ``test_id`` problem carries a sentence in which
@@ -82,7 +86,11 @@ SPLITS = {
     "test_distractor": ("train", 2, 4, 2, "wrong"),
     "test_longer": ("train", 5, 6, 0, None),
     "test_wrongbet": ("train", 2, 4, 0, "always_wrong"),
+    "test_newstart": ("train", 2, 4, 0, None),
 }
+# a chain's starting value (inclusive); a split not named here starts at 2-20
+START_RANGES = {"test_newstart": (21, 40)}
+DEFAULT_START = (2, 20)
 NUMBER = re.compile(r"\d+")
 MAX_VALUE = 60  # keeps intermediate values small enough for a tiny model to compute
 
@@ -150,8 +158,10 @@ class Problem:
         )
 
 
-def _draw_chain(rng: random.Random, num_steps: int) -> tuple[int, list[tuple[str, int]], list[int]]:
-    value = start = rng.randint(2, 20)
+def _draw_chain(
+    rng: random.Random, num_steps: int, start_range: tuple[int, int] = DEFAULT_START
+) -> tuple[int, list[tuple[str, int]], list[int]]:
+    value = start = rng.randint(*start_range)
     steps, values = [], []
     while len(steps) < num_steps:
         op = rng.choice("+-*")
@@ -227,7 +237,9 @@ def generate_splits(
                 raise ValueError(
                     f"testbed split {split!r}: could not draw {sizes[split]} distinct problems"
                 )
-            start, steps, values = _draw_chain(rng, rng.randint(low, high))
+            start, steps, values = _draw_chain(
+                rng, rng.randint(low, high), START_RANGES.get(split, DEFAULT_START)
+            )
             # the cue's draws come from their own stream,
             # so frac 0 leaves the other texts as they were
             cue_value = _draw_cue(cue_rng, cue_kind, values[-1], cue)

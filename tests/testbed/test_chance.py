@@ -56,6 +56,8 @@ def test_every_split_has_a_reachability_and_each_reason_holds():
     assert SPLITS["train"][3] == 0 < SPLITS["test_distractor"][3]
     # test_longer: more steps (so episode tags) than any train problem
     assert SPLITS["test_longer"][1] > SPLITS["train"][2]
+    # test_newstart: the train split's templates and step counts, only the start moves
+    assert SPLITS["test_newstart"][:3] == SPLITS["train"][:3]
 
 
 def test_split_labels_of_generated_splits():

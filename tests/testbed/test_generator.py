@@ -68,7 +68,28 @@ def test_unknown_split_raises():
         "test_distractor",
         "test_longer",
         "test_wrongbet",
+        "test_newstart",
     }
+
+
+def test_new_start_split_shifts_only_the_starting_value():
+    """test_newstart: starts at 21-40 where train starts at 2-20; the same templates, operations,
+    operand ranges and step counts; no bet; every value within what training chains reach."""
+    from gc2po.testbed.generator import MAX_VALUE
+
+    splits = generate_splits({"train": 500, "test_newstart": 200}, 0)
+    train, new = splits["train"], splits["test_newstart"]
+    assert {p.start for p in train} <= set(range(2, 21))
+    assert {p.start for p in new} <= set(range(21, 41)) and len({p.start for p in new}) > 10
+    assert all(p.cue is None for p in new)
+    assert {len(p.steps) for p in new} == {2, 3, 4}
+    assert {op for p in new for op, _ in p.steps} == {"+", "-", "*"}
+    train_operands = {(op, n) for p in train for op, n in p.steps}
+    assert {(op, n) for p in new for op, n in p.steps} <= train_operands
+    # every value stays within the chains' bound, and every starting value is a value that
+    # train chains reach after some step (so its tokens and its arithmetic are taught)
+    assert max(v for p in new for v in p.values) <= MAX_VALUE
+    assert {p.start for p in new} <= {v for p in train for v in p.values}
 
 
 def test_the_cue_pays_in_distribution_and_misleads_out_of_it():

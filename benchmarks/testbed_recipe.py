@@ -1,0 +1,161 @@
+"""The testbed recipe search: does RL raise *uncued* test_id pass@1 (problems a bet cannot
+answer) over the base model? One run per seed: ``gc2po train`` of a method from a model with
+trainer overrides, on the train split or on a copy of it with a chosen share of cued problems,
+then the run and the base model sampled on test_id with the same sampling seed (paired), reported
+as uncued / cued pass@1 and the copy share (completions that start by copying the bet).
+
+    python benchmarks/testbed_recipe.py --model resources/testbed/models/testbed \\
+        --data resources/testbed/data/train.jsonl --test resources/testbed/data/test_id.jsonl \\
+        --out /tmp/recipe --method grpo --seeds 0 1 2 [--cued-share 0.2] \\
+        [--set learning_rate=5e-5 --set max_steps=40]
+
+A warm start other than the workflow's (``--warm-start '{"epochs": 16}'``, WarmStartConfig
+fields over the default config's) is trained first into ``OUT/warm_start`` from ``--data``.
+Each line printed is one seed: ``seed s: base uncued X, run uncued Y (Y - X), cued, copy``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+# the default's trainer settings (config/config.yaml, train.trainer)
+DEFAULT_TRAINER = {
+    "max_steps": 40,
+    "learning_rate": 1e-4,
+    "num_generations": 8,
+    "per_device_train_batch_size": 64,
+    "max_completion_length": 64,
+    "temperature": 1.0,
+    "save_steps": 1000,
+    "num_perturbations": 8,
+    "answer_topk": 64,
+    "perturbation": "dropout,gaussian",
+    "perturbation_p": 0.1,
+    "perturbation_sigma": 0.1,
+}
+DEFAULT_WARM_START = {"epochs": 8, "slip_frac": 0.2, "shortcut_frac": 0.1, "copy_frac": 0.5}
+
+
+def parse_value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return yaml.safe_load(text)  # YAML reads 3e-4 as a string: numbers are cast above
+
+
+def with_cued_share(records: list[dict], share: float, seed: int = 0) -> list[dict]:
+    """Every uncued record plus as many cued ones (in file order) as make ``share`` of the
+    result cued; shuffled with ``seed``."""
+    uncued = [r for r in records if r["meta"].get("cue") is None]
+    cued = [r for r in records if r["meta"].get("cue") is not None]
+    if not 0 <= share < 1:
+        raise SystemExit(f"--cued-share must be in [0, 1), got {share}")
+    keep = min(len(cued), int(share * len(uncued) / (1 - share)))
+    out = uncued + cued[:keep]
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def evaluate(model: str, test: list[dict], seed: int, n: int) -> dict:
+    from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
+    from gc2po.evaluation.run import generate_and_grade
+
+    backend = TransformersBackend.from_pretrained(model, batch_size=128)
+    sampling = SamplingConfig(n=n, temperature=1.0, top_p=1.0, max_new_tokens=96, seed=seed)
+    _, samples = generate_and_grade(backend, test, "testbed", sampling)
+    cued = {r["id"]: r["meta"].get("cue") is not None for r in test}
+    right = {True: [], False: []}
+    for s in samples:
+        right[cued[s["problem_id"]]].append(int(s["correct"]))
+    copies = sum(s["completion"].startswith("<episode_1>bet=") for s in samples)
+    return {
+        "uncued": 100 * sum(right[False]) / max(1, len(right[False])),
+        "cued": 100 * sum(right[True]) / max(1, len(right[True])),
+        "copy": 100 * copies / len(samples),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--data", required=True, help="the train split (JSONL)")
+    parser.add_argument("--test", required=True, help="test_id (JSONL)")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--method", default="grpo")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--cued-share", type=float)
+    parser.add_argument("--warm-start", help="WarmStartConfig fields (JSON) over the default's")
+    parser.add_argument("--n", type=int, default=4, help="samples per test problem")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+
+    import torch
+
+    from gc2po.data.jsonl import read_jsonl
+
+    torch.set_num_threads(1)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    records = read_jsonl(args.data)
+    model = args.model
+    if args.warm_start:
+        from gc2po.testbed.generator import Problem
+        from gc2po.testbed.warmstart import WarmStartConfig, warm_start
+
+        config = WarmStartConfig.from_mapping({**DEFAULT_WARM_START, **json.loads(args.warm_start)})
+        model = str(out / "warm_start")
+        stats = warm_start(
+            [Problem.from_record(r) for r in records], model, config, log=lambda m: None
+        )
+        print(f"warm start {json.loads(args.warm_start)}: final loss {stats['final_loss']}")
+    train = out / "train.jsonl"
+    chosen = records if args.cued_share is None else with_cued_share(records, args.cued_share)
+    train.write_text("".join(json.dumps(r) + "\n" for r in chosen))
+    trainer = dict(DEFAULT_TRAINER)
+    for item in args.set:
+        key, _, value = item.partition("=")
+        trainer[key] = parse_value(value)
+    test = read_jsonl(args.test)
+    for seed in args.seeds:
+        run_dir = out / f"seed{seed}"
+        run = {
+            "model": model,
+            "train_data": str(train),
+            "task": "testbed",
+            "seed": seed,
+            "output_dir": str(run_dir),
+            "method": args.method,
+            "resume": False,
+            "overwrite": True,
+            "trainer": trainer,
+        }
+        (out / f"run{seed}.yaml").write_text(yaml.safe_dump(run))
+        done = subprocess.run(
+            [sys.executable, "-m", "gc2po.cli", "train", "--config", str(out / f"run{seed}.yaml")],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode:
+            sys.exit(f"seed {seed}: gc2po train failed:\n{done.stderr[-2000:]}")
+        base, trained = (
+            evaluate(model, test, seed, args.n),
+            evaluate(str(run_dir / "final"), test, seed, args.n),
+        )
+        print(
+            f"seed {seed}: base uncued {base['uncued']:.1f}, run uncued {trained['uncued']:.1f} "
+            f"({trained['uncued'] - base['uncued']:+.1f}); cued {base['cued']:.1f} -> "
+            f"{trained['cued']:.1f}; copy {base['copy']:.1f} -> {trained['copy']:.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
