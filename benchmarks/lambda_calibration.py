@@ -18,36 +18,21 @@ completion with a negative bonus). Settings are those a run of the workflow conf
 
 from __future__ import annotations
 
-import argparse
+import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from gc2po.audit import AuditSampling
-from gc2po.core.corrected import flip_lambda
-from gc2po.data.jsonl import read_jsonl
-from gc2po.testbed.mechanism import cue_fields
-from gc2po.testbed.oracle import grade
-from gc2po.training.episodes import segment_completions
-from gc2po.training.run_config import build_args
-from gc2po.training.signals import oracle_validity
-from gc2po.workflow.plan import load_config, training_jobs
+sys.path.insert(0, str(Path(__file__).parent))
+from _testbed import audit_parser, run_settings, sample_groups  # noqa: E402
 
-
-def sample(model_dir: str, records: list[dict], args, audit: AuditSampling, problems: int):
-    """k completions per problem at the run's temperature, as the audit samples them."""
-    from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
-    from gc2po.testbed.generator import Problem
-    from gc2po.testbed.warmstart import prompt_messages
-
-    chosen = [Problem.from_record(r) for r in records[:problems]]
-    backend = TransformersBackend.from_pretrained(model_dir, batch_size=64)
-    sampling = SamplingConfig(
-        n=audit.k, temperature=args.temperature, top_p=audit.top_p,
-        max_new_tokens=audit.max_new_tokens, seed=audit.seed,
-    )  # fmt: skip
-    generations = backend.generate([prompt_messages(p) for p in chosen], sampling)
-    return backend.tokenizer, chosen, generations
+from gc2po.core.corrected import flip_lambda  # noqa: E402
+from gc2po.data.jsonl import read_jsonl  # noqa: E402
+from gc2po.testbed.mechanism import cue_fields  # noqa: E402
+from gc2po.testbed.oracle import grade  # noqa: E402
+from gc2po.training.episodes import segment_completions  # noqa: E402
+from gc2po.training.signals import oracle_validity  # noqa: E402
 
 
 def quantiles(values: np.ndarray) -> str:
@@ -61,23 +46,11 @@ def quantiles(values: np.ndarray) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="model folder")
-    parser.add_argument("--data", required=True, help="testbed split JSONL")
-    parser.add_argument("--problems", type=int, default=300, help="first N problems of the split")
-    parser.add_argument("--k", type=int, default=8, help="completions per problem (a group)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed")
-    parser.add_argument("--run", default="gc2po_add", help="the run whose settings are used")
-    parser.add_argument("--configfile", nargs="+", default=None, help="workflow config(s)")
+    parser = audit_parser(__doc__)
     ns = parser.parse_args()
     torch.set_num_threads(2)
-    config = load_config(ns.configfile)
-    job = next((j for j in training_jobs(config) if j.run == ns.run), None)
-    if job is None:
-        parser.error(f"--run {ns.run!r} is not a run of the config")
-    args = build_args(job.run_config(config))
-    audit = AuditSampling(k=ns.k, seed=ns.seed)
-    tokenizer, problems, generations = sample(
+    args, audit = run_settings(parser, ns)
+    _, tokenizer, problems, generations, _ = sample_groups(
         ns.model, read_jsonl(ns.data), args, audit, ns.problems
     )
     eos = [tokenizer.eos_token_id]

@@ -11,7 +11,6 @@ trains on).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -20,9 +19,8 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from std_floor import sample  # noqa: E402
+from _testbed import audit_parser, run_settings, sample_groups  # noqa: E402
 
-from gc2po.audit import AuditSampling  # noqa: E402
 from gc2po.audit.batch import cf_at, prepare  # noqa: E402
 from gc2po.audit.signals import (  # noqa: E402
     SIGNAL_CAPTION,
@@ -33,19 +31,10 @@ from gc2po.audit.signals import (  # noqa: E402
 )
 from gc2po.audit.training_stats import BonusTransform  # noqa: E402
 from gc2po.data.jsonl import read_jsonl  # noqa: E402
-from gc2po.training.run_config import build_args  # noqa: E402
-from gc2po.workflow.plan import load_config, training_jobs  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="model folder")
-    parser.add_argument("--data", required=True, help="testbed split JSONL")
-    parser.add_argument("--problems", type=int, default=300, help="first N problems of the split")
-    parser.add_argument("--k", type=int, default=8, help="completions per problem (a group)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling and noise seed")
-    parser.add_argument("--run", default="gc2po_add", help="the run whose settings are used")
-    parser.add_argument("--configfile", nargs="+", default=None, help="workflow config(s)")
+    parser = audit_parser(__doc__, seed_help="sampling and noise seed")
     parser.add_argument("--episodes-csv", type=Path, default=None, help="write the episode frame")
     parser.add_argument(
         "--episodes-from",
@@ -55,19 +44,14 @@ def main() -> None:
     )
     ns = parser.parse_args()
     torch.set_num_threads(2)
-    config = load_config(ns.configfile)
-    job = next((j for j in training_jobs(config) if j.run == ns.run), None)
-    if job is None:
-        parser.error(f"--run {ns.run!r} is not a run of the config")
-    args = build_args(job.run_config(config))
-    audit = AuditSampling(k=ns.k, seed=ns.seed)
+    args, audit = run_settings(parser, ns)
     start = time.perf_counter()
     if ns.episodes_from:
         episodes = pd.read_csv(ns.episodes_from)
         completions = episodes.groupby(["prompt_index", "sample_index"]).ngroups
         source = f"{ns.episodes_from} ({completions} completions with an episode)"
     else:
-        model, tokenizer, problems, generations, prompts = sample(
+        model, tokenizer, problems, generations, prompts = sample_groups(
             ns.model, read_jsonl(ns.data), args, audit, ns.problems
         )
         batch = prepare(model, tokenizer, prompts, generations, args, audit)

@@ -23,45 +23,28 @@ trains with (``--run``).
 
 from __future__ import annotations
 
-import argparse
 import functools
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from gc2po.audit import AuditSampling
-from gc2po.audit.batch import cf_at, prepare
-from gc2po.audit.signals import episode_frame, signal_audit, signal_label
-from gc2po.core.corrected import additive_token_advantages
-from gc2po.core.signals import within_group_correlation
-from gc2po.data.jsonl import read_jsonl
-from gc2po.training.run_config import build_args
-from gc2po.training.signals import (
+sys.path.insert(0, str(Path(__file__).parent))
+from _testbed import audit_parser, run_settings, sample_groups  # noqa: E402
+
+from gc2po.audit.batch import cf_at, prepare  # noqa: E402
+from gc2po.audit.signals import episode_frame, signal_audit, signal_label  # noqa: E402
+from gc2po.core.corrected import additive_token_advantages  # noqa: E402
+from gc2po.core.signals import within_group_correlation  # noqa: E402
+from gc2po.data.jsonl import read_jsonl  # noqa: E402
+from gc2po.training.signals import (  # noqa: E402
     answer_dependence,
     answer_token_logps,
     oracle_validity,
     present_episodes,
 )
-from gc2po.workflow.plan import load_config, training_jobs
-
-
-def sample(model_dir: str, records: list[dict], args, audit: AuditSampling, problems: int):
-    """k completions per problem at the run's temperature, as the audit samples them."""
-    from gc2po.evaluation.backends import SamplingConfig, TransformersBackend, render_prompts
-    from gc2po.testbed.generator import Problem
-    from gc2po.testbed.warmstart import prompt_messages
-
-    chosen = [Problem.from_record(r) for r in records[:problems]]
-    backend = TransformersBackend.from_pretrained(model_dir, batch_size=64)
-    messages = [prompt_messages(p) for p in chosen]
-    sampling = SamplingConfig(
-        n=audit.k, temperature=args.temperature, top_p=audit.top_p,
-        max_new_tokens=audit.max_new_tokens, seed=audit.seed,
-    )  # fmt: skip
-    generations = backend.generate(messages, sampling)
-    prompts = render_prompts(backend.tokenizer, messages)
-    return backend.model, backend.tokenizer, chosen, generations, prompts
 
 
 def floor_rows(name, table, batch, f, args, floors, rho) -> list[str]:
@@ -85,24 +68,12 @@ def floor_rows(name, table, batch, f, args, floors, rho) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="model folder")
-    parser.add_argument("--data", required=True, help="testbed split JSONL")
-    parser.add_argument("--problems", type=int, default=300, help="first N problems of the split")
-    parser.add_argument("--k", type=int, default=8, help="completions per problem (a group)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling and noise seed")
+    parser = audit_parser(__doc__, seed_help="sampling and noise seed")
     parser.add_argument("--floors", default="0.001,0.01,0.1", help="cf_std_floor values")
-    parser.add_argument("--run", default="gc2po_add", help="the run whose settings are used")
-    parser.add_argument("--configfile", nargs="+", default=None, help="workflow config(s)")
     ns = parser.parse_args()
     torch.set_num_threads(2)
-    config = load_config(ns.configfile)
-    job = next((j for j in training_jobs(config) if j.run == ns.run), None)
-    if job is None:
-        parser.error(f"--run {ns.run!r} is not a run of the config")
-    args = build_args(job.run_config(config))
-    audit = AuditSampling(k=ns.k, seed=ns.seed)
-    model, tokenizer, problems, generations, prompts = sample(
+    args, audit = run_settings(parser, ns)
+    model, tokenizer, problems, generations, prompts = sample_groups(
         ns.model, read_jsonl(ns.data), args, audit, ns.problems
     )
     batch = prepare(model, tokenizer, prompts, generations, args, audit)
