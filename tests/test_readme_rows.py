@@ -1,7 +1,7 @@
 """Every command of the README's "I want to..." table runs: a Snakemake command as a dry run
 (``-n --forceall``: every job planned, nothing run), ``gc2po tables`` with ``--help``, the
-registry listings (``gc2po methods``) and the docs checker as they are; each row's output is checked for what the
-row promises, not only the exit status."""
+registry listings (``gc2po methods``) and the docs checker as they are; each row's output is
+checked for what the row promises, not only the exit status."""
 
 from __future__ import annotations
 
