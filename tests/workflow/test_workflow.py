@@ -142,7 +142,7 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     assert "| Longer chains | Wrong bet | Average |" in table1  # the wrong-bet split, evaluated
     # every split's chance level, and the two splits no reward on the train split can teach
     assert "chance level (a question-blind guesser drawing from the train answers): " in table1
-    assert "not learnable from the train split: Rephrased, Longer chains." in table1
+    assert "not learnable from the train split: Rephrased, Distractors, Longer chains." in table1
     assert (
         "Evaluation protocol: n = 1 sample per problem, temperature 0.6, top-p 0.95, at most 16 "
         "new tokens" in table1
