@@ -23,6 +23,7 @@ def load_script():
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # five child processes; each loads torch, transformers and trl
+@pytest.mark.system("coreutils")  # the GPU check runs each stage under coreutils' timeout
 def test_gpu_check_runs_every_stage_on_cpu(tmp_path, capsys):
     summary = load_script().main(
         [
