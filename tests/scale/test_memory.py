@@ -171,10 +171,26 @@ def saved_activation_bytes(model, input_ids) -> int:
     return sum(seen.values())
 
 
+def qwen2_of(shape: ModelShape, layers: int):
+    """A seeded fp32 transformers Qwen2 of ``shape`` with ``layers`` layers (sdpa attention)."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        hidden_size=shape.hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.kv_heads,
+        intermediate_size=shape.intermediate,
+        vocab_size=shape.vocab,
+        attn_implementation="sdpa",
+    )
+    return Qwen2ForCausalLM(config)
+
+
 def test_activation_bytes_match_transformers_qwen2():
     """The per-layer and checkpointed bytes per token, measured on transformers' Qwen2 in bf16
     with SDPA (the numbers the plan multiplies by tokens and layers)."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     shape = ModelShape(
         hidden=128,
@@ -188,17 +204,7 @@ def test_activation_bytes_match_transformers_qwen2():
     tokens = 80
 
     def build(layers):
-        torch.manual_seed(0)
-        config = Qwen2Config(
-            hidden_size=shape.hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=shape.heads,
-            num_key_value_heads=shape.kv_heads,
-            intermediate_size=shape.intermediate,
-            vocab_size=shape.vocab,
-            attn_implementation="sdpa",
-        )
-        return Qwen2ForCausalLM(config).to(torch.bfloat16)
+        return qwen2_of(shape, layers).to(torch.bfloat16)
 
     ids = torch.randint(0, shape.vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
     one, three = build(1), build(3)
@@ -213,7 +219,6 @@ def test_bf16_mixed_activation_and_cast_weight_bytes_match_transformers_qwen2():
     """fp32 weights under bf16 autocast (``bf16-mixed``), on CPU: the per-token bytes of a layer
     (the difference of two token counts), the per-layer constant (autocast's bf16 copies of the
     linear weights) and the checkpointed bytes per token, as the plan counts them."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     shape = ModelShape(
         hidden=128,
@@ -226,17 +231,7 @@ def test_bf16_mixed_activation_and_cast_weight_bytes_match_transformers_qwen2():
     )
 
     def build(layers):
-        torch.manual_seed(0)
-        config = Qwen2Config(
-            hidden_size=shape.hidden,
-            num_hidden_layers=layers,
-            num_attention_heads=shape.heads,
-            num_key_value_heads=shape.kv_heads,
-            intermediate_size=shape.intermediate,
-            vocab_size=shape.vocab,
-            attn_implementation="sdpa",
-        )
-        return Qwen2ForCausalLM(config)  # fp32
+        return qwen2_of(shape, layers)  # fp32
 
     def saved(model, tokens):
         ids = torch.randint(0, shape.vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
