@@ -52,13 +52,14 @@ model states + reference + runtime.
 
 Checked against GPU measurements (tests/scale/test_memory_measured.py holds them as data, with the
 settings that produced them): the real ``gc2po train`` at DeepScaleR-1.5B's shape on one H100
-(grpo and gc2po at 8 x 728 tokens a micro-batch, the paper's layout at 1 x 1,240; peaks of
-``nvidia-smi``'s memory in use) and ``benchmarks/gpu_smoke.py`` on an H200 (64 x 472 tokens in
-one micro-batch, no checkpointing; ``torch.cuda.max_memory_allocated``): the plan is never below a
-measured peak and at most 25% above it. Not yet explained: GRPO (no reference model) peaked
-where GC2PO with a 6.6 GiB reference did, so the plan, which adds the reference, is 17% above
-the GC2PO peak. ``benchmarks/gpu_check.py`` repeats the measurements on a lent GPU in one
-command, with the allocated and reserved peaks from inside each training process.
+(grpo and gc2po at beta 0 and gc2po at beta 0.04, 8 x 728 tokens a micro-batch; the paper's
+layout at 1 x 1,240; peaks of ``nvidia-smi``'s memory in use, from ``benchmarks/gpu_check.py``)
+and ``benchmarks/gpu_smoke.py`` on an H200 (64 x 472 tokens in one micro-batch, no
+checkpointing; ``torch.cuda.max_memory_allocated``): the plan is never below a measured peak and
+at most 25% above it. Where it is loose: at 8 x 728 tokens it is 17-20% above, because it keeps
+the gradients resident through the forward pass, while the trainer frees them between steps
+(``zero_grad(set_to_none=True)``): inside the beta 0 run the allocated peak (26.6 GiB) was the
+optimizer step's weights, gradients and Adam states.
 """
 
 from __future__ import annotations

@@ -6,15 +6,22 @@ commit 7b3d385), a random Qwen2 of DeepScaleR-1.5B's shape (untied head, 1,777,0
 parameters) with the project's synthetic tokenizer, prompts of at most 216 tokens, K = 8,
 ``bf16-mixed``, gradient checkpointing, no vLLM, one process (no ZeRO); the peak of
 ``nvidia-smi --query-gpu=memory.used -lms 100`` in MiB. The H200 point: ``benchmarks/gpu_smoke.py
---shape qwen2.5-1.5b --steps 6 --precision bf16-mixed`` (docs/benchmarks.md, "GPU smoke test"):
+--shape qwen2.5-1.5b --steps 6 --precision bf16-mixed`` (docs/measurements.md, "GPU smoke test"):
 the same shape with a tied head, 64 completions of 256 tokens in one micro-batch without
 checkpointing, prompts of 200-220 tokens (the synthetic tokenizer on its 64 problems; 216 taken),
 ``torch.cuda.max_memory_allocated`` in GiB.
 
-Not explained by the plan: GRPO (beta 0, no reference model) peaked within 4 MiB of GC2PO with a
-reference model (6.6 GiB of fp32 weights) on the H100, and within 0.01 GiB on the H200; the plan
-adds the reference, so it is 17% above the GC2PO peak. ``benchmarks/gpu_check.py`` records the
-allocated and reserved peaks per phase inside the training process to settle it.
+The H100 points at beta 0 come from ``benchmarks/gpu_check.py --shape deepscaler-1.5b
+--stage-timeout 125`` at commit 58c0cfe (2026-11-27; torch 2.11.0+cu130), the others from
+commit 7b3d385 (2026-11-26). An earlier "grpo, beta 0" point of 41,155 MiB (commit 7b3d385) is
+not kept: the same settings at 58c0cfe peaked at 34,313 MiB, and the difference, 6,842 MiB, is
+a reference model's fp32 weights (6,779 MiB), so that run most likely held a reference model.
+With it gone, nothing is unexplained: without a reference model GRPO and GC2PO peak within 2 MiB
+of each other, and 6.7 GiB below GC2PO with one. Inside the beta 0 GC2PO process,
+``torch.cuda.max_memory_allocated`` was 26.6 GiB and ``max_memory_reserved`` 32.7 GiB: the
+allocated peak is the optimizer step's weights + gradients + Adam states (26.5 GiB), so the
+plan, which keeps gradients resident through the forward pass (the trainer frees them with
+``zero_grad(set_to_none=True)``), is 20% above these two points.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ LOOSE = {  # 8 completions x 512 tokens in one micro-batch, 3 steps
 }
 MEASURED = {
     # name: (trainer settings, keeps episode states, measured peak GiB, what measured it)
-    "grpo, 8 x 728 tokens": ({**LOOSE, "beta": 0.0}, False, 41_155 / 1024, "nvidia-smi, H100"),
+    "grpo, beta 0, 8 x 728 tokens": ({**LOOSE, "beta": 0.0}, False, 34_313 / 1024, "nvidia-smi, H100"),
+    "gc2po, beta 0, 8 x 728 tokens": ({**LOOSE, "beta": 0.0}, True, 34_315 / 1024, "nvidia-smi, H100"),
     "gc2po, 8 x 728 tokens": ({**LOOSE, "beta": 0.04}, True, 41_159 / 1024, "nvidia-smi, H100"),
     "gc2po, paper layout, 1 x 1,240 tokens": (
         {
