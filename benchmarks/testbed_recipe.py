@@ -25,22 +25,19 @@ from pathlib import Path
 
 import yaml
 
-# the default's trainer settings (config/config.yaml, train.trainer)
-DEFAULT_TRAINER = {
-    "max_steps": 40,
-    "learning_rate": 1e-4,
-    "num_generations": 8,
-    "per_device_train_batch_size": 64,
-    "max_completion_length": 64,
-    "temperature": 1.0,
-    "save_steps": 1000,
-    "num_perturbations": 8,
-    "answer_topk": 64,
-    "perturbation": "dropout,gaussian",
-    "perturbation_p": 0.1,
-    "perturbation_sigma": 0.1,
-}
-DEFAULT_WARM_START = {"epochs": 8, "slip_frac": 0.2, "shortcut_frac": 0.1, "copy_frac": 0.5}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def default_recipe(config_file: Path) -> tuple[dict, dict]:
+    """The trainer settings (``train.trainer``) and warm start (``testbed.warm_start``) of a
+    config file, the embedded default's unless ``--config`` names another."""
+    config = yaml.safe_load(config_file.read_text())
+    try:
+        return dict(config["train"]["trainer"]), dict(config["testbed"]["warm_start"])
+    except (KeyError, TypeError) as missing:
+        raise SystemExit(
+            f"{config_file}: no train.trainer or testbed.warm_start ({missing})"
+        ) from None
 
 
 def parse_value(text: str):
@@ -86,6 +83,12 @@ def evaluate(model: str, test: list[dict], seed: int, n: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=ROOT / "config" / "config.yaml",
+        help="the config whose train.trainer and testbed.warm_start are the starting recipe",
+    )
     parser.add_argument("--model", required=True)
     parser.add_argument("--data", required=True, help="the train split (JSONL)")
     parser.add_argument("--test", required=True, help="test_id (JSONL)")
@@ -103,6 +106,7 @@ def main() -> None:
     from gc2po.data.jsonl import read_jsonl
 
     torch.set_num_threads(1)
+    default_trainer, default_warm_start = default_recipe(args.config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records = read_jsonl(args.data)
@@ -111,7 +115,7 @@ def main() -> None:
         from gc2po.testbed.generator import Problem
         from gc2po.testbed.warmstart import WarmStartConfig, warm_start
 
-        config = WarmStartConfig.from_mapping({**DEFAULT_WARM_START, **json.loads(args.warm_start)})
+        config = WarmStartConfig.from_mapping({**default_warm_start, **json.loads(args.warm_start)})
         model = str(out / "warm_start")
         stats = warm_start(
             [Problem.from_record(r) for r in records], model, config, log=lambda m: None
@@ -120,7 +124,7 @@ def main() -> None:
     train = out / "train.jsonl"
     chosen = records if args.cued_share is None else with_cued_share(records, args.cued_share)
     train.write_text("".join(json.dumps(r) + "\n" for r in chosen))
-    trainer = dict(DEFAULT_TRAINER)
+    trainer = {**default_trainer, "save_steps": 1000}  # no checkpoints: only the final model
     for item in args.set:
         key, _, value = item.partition("=")
         trainer[key] = parse_value(value)

@@ -1,0 +1,50 @@
+"""benchmarks/testbed_recipe.py's pieces that decide what is trained: the starting recipe read
+from a config, and the train split cut to a share of cued problems."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = importlib.util.spec_from_file_location(
+    "testbed_recipe", ROOT / "benchmarks" / "testbed_recipe.py"
+)
+recipe = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(recipe)
+
+
+def test_the_starting_recipe_is_the_default_configs():
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    trainer, warm_start = recipe.default_recipe(ROOT / "config" / "config.yaml")
+    assert trainer == config["train"]["trainer"]
+    assert warm_start == config["testbed"]["warm_start"]
+
+
+def test_a_config_without_a_recipe_is_refused_naming_the_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntrain: {}\n")
+    with pytest.raises(SystemExit, match="bad.yaml: no train.trainer"):
+        recipe.default_recipe(bad)
+
+
+def records(cued: int, uncued: int) -> list[dict]:
+    return [{"id": f"c{i}", "meta": {"cue": 5}} for i in range(cued)] + [
+        {"id": f"u{i}", "meta": {"cue": None}} for i in range(uncued)
+    ]
+
+
+@pytest.mark.parametrize(("share", "expected_cued"), [(0.0, 0), (0.2, 15), (0.5, 50)])
+def test_the_cued_share_keeps_every_uncued_problem(share, expected_cued):
+    out = recipe.with_cued_share(records(cued=50, uncued=60), share)
+    cued = [r for r in out if r["meta"]["cue"] is not None]
+    assert len(out) - len(cued) == 60  # every uncued problem stays
+    assert len(cued) == expected_cued  # int(share * 60 / (1 - share)), at most the 50 there are
+
+
+def test_a_cued_share_of_one_is_refused():
+    with pytest.raises(SystemExit, match="--cued-share must be in"):
+        recipe.with_cued_share(records(2, 2), 1.0)
