@@ -42,8 +42,18 @@ LOOSE = {  # 8 completions x 512 tokens in one micro-batch, 3 steps
 }
 MEASURED = {
     # name: (trainer settings, keeps episode states, measured peak GiB, what measured it)
-    "grpo, beta 0, 8 x 728 tokens": ({**LOOSE, "beta": 0.0}, False, 34_313 / 1024, "nvidia-smi, H100"),
-    "gc2po, beta 0, 8 x 728 tokens": ({**LOOSE, "beta": 0.0}, True, 34_315 / 1024, "nvidia-smi, H100"),
+    "grpo, beta 0, 8 x 728 tokens": (
+        {**LOOSE, "beta": 0.0},
+        False,
+        34_313 / 1024,
+        "nvidia-smi, H100",
+    ),
+    "gc2po, beta 0, 8 x 728 tokens": (
+        {**LOOSE, "beta": 0.0},
+        True,
+        34_315 / 1024,
+        "nvidia-smi, H100",
+    ),
     "gc2po, 8 x 728 tokens": ({**LOOSE, "beta": 0.04}, True, 41_159 / 1024, "nvidia-smi, H100"),
     "gc2po, paper layout, 1 x 1,240 tokens": (
         {
