@@ -9,19 +9,16 @@ results are copied, the overlay is layered on the ci config, and only what the n
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.workflow.package_copy import ROOT, copy_with_method, run_in_copy, snakemake_command
+
 OVERLAY = ROOT / "config" / "examples" / "add_method.yaml"
-COPIED = ["gc2po", "workflow", "config", "Snakefile"]  # what the workflow runs from
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 # the example of "Add a method", as a user writes it
 SIGN = '''"""Sign: the sign of the group-centred outcome reward on every token."""
@@ -55,38 +52,13 @@ def sign_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
 @pytest.fixture(scope="module")
 def package_with_sign(tmp_path_factory) -> Path:
     """A copy of the package, workflow and configs with gc2po/methods/sign.py added."""
-    copy = tmp_path_factory.mktemp("add_method") / "repo"
-    for name in COPIED:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name, ignore=IGNORED)
-        else:
-            shutil.copy2(source, copy / name)
-    (copy / "gc2po/methods/sign.py").write_text(SIGN)
-    return copy
+    return copy_with_method(tmp_path_factory.mktemp("add_method") / "repo", "sign", SIGN)
 
 
 def snakemake(copy: Path, work: Path, *args: str, overlay: Path) -> subprocess.CompletedProcess:
-    """The copy's workflow and package (PYTHONPATH; `python -m` puts the working folder first),
-    the ci miniature with ``overlay`` layered on it."""
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--cores",
-        "2",
-        "-s",
-        str(copy / "Snakefile"),
-        "-d",
-        str(work),
-        *args,
-        "--configfile",
-        str(copy / "config/config.yaml"),
-        str(copy / "config/ci.yaml"),
-        str(overlay),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(copy)}
-    return subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=900)
+    """The copy's workflow and package, the ci miniature with ``overlay`` layered on it."""
+    configs = [copy / "config/config.yaml", copy / "config/ci.yaml", overlay]
+    return run_in_copy(copy, snakemake_command(copy, work, *args, configfiles=configs))
 
 
 @pytest.mark.slow

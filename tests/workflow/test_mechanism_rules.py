@@ -5,6 +5,7 @@ testbed's."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from gc2po.testbed.mechanism import MEASURE_SPLITS
 from gc2po.workflow import report_plan
 from gc2po.workflow.plan import load_config
+from tests.workflow.slurm_workflow import planned_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,9 +94,13 @@ def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # trains and evaluates two runs: past 600 s on a loaded machine
-def test_a_second_dose_response_renders_its_table_and_figure(tmp_path):
+def test_a_second_dose_response_renders_its_table_and_figure(ci_local_run, tmp_path):
     """At the ci miniature's scale: the gated control's rho sweep beside the paper's lambda sweep,
-    each dose response its own table and figure, the measured marker named in the caption."""
+    each dose response its own table and figure, the measured marker named in the caption. The
+    session's ci run is copied (conftest.py): its data, warm start and lambda_cf run are reused and
+    only the rho sweep's runs and the two dose responses run."""
+    done, ci = ci_local_run
+    assert ci.returncode == 0, ci.stderr[-5000:]
     overlay = tmp_path / "dose.yaml"
     overlay.write_text(
         "sweeps: {lambda_exp: [], lambda_cf: [0.5], cf_signal_rho: [0.3, 1.0]}\n"
@@ -105,6 +111,7 @@ def test_a_second_dose_response_renders_its_table_and_figure(tmp_path):
         "    - {method: grpo_fxp, key: cf_signal_rho, markers: {R_cf measured: 0.143}}\n"
     )
     work = tmp_path / "wf"
+    shutil.copytree(done, work, symlinks=True)
     names = ("dose_response_gc2po_lambda_cf", "dose_response_grpo_fxp_cf_signal_rho")
     kinds = (("tables", "md"), ("tables", "csv"), ("figures", "png"))
     targets = [f"results/ci/{kind}/{name}.{ext}" for name in names for kind, ext in kinds]
@@ -118,7 +125,18 @@ def test_a_second_dose_response_renders_its_table_and_figure(tmp_path):
         timeout=1200,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    # both dose responses made here (the ci run's gc2po one had another marker), from the rho
+    # sweep's two new runs
+    assert planned_jobs(out.stdout + out.stderr) == {
+        "run_config": 2,
+        "train": 2,
+        "evaluate": 2,
+        "dose_response": 2,
+    }, out.stderr[-3000:]
     assert all((work / target).exists() for target in targets)
+    lambda_cf = (work / "results/ci/tables/dose_response_gc2po_lambda_cf.md").read_text()
+    assert "| testbed | 0.5 | GC2PO (paper, lambda_cf = 0.5) |" in lambda_cf
+    assert "the paper's lambda_cf" not in lambda_cf  # the ci run's marker, not this overlay's
     gated = (work / "results/ci/tables/dose_response_grpo_fxp_cf_signal_rho.md").read_text()
     assert "### Dose response: Control (oracle): GRPO on f x p against cf_signal_rho" in gated
     for rho in ("0.3", "1"):

@@ -7,18 +7,18 @@ copy changed."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-COPIED = ["gc2po", "workflow", "config", "Snakefile"]  # what the workflow runs from
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+from tests.workflow.package_copy import (
+    COPIED,
+    ROOT,
+    copy_with_method,
+    run_in_copy,
+    snakemake_command,
+)
 
 TOY = '''"""Toy retry: each prompt is tried again (extra generation through the trainer's services)
 and a row's reward gains ``bonus`` times the mean outcome of its prompt's retries; GRPO's
@@ -99,39 +99,17 @@ def toy_overlay() -> dict:
 
 @pytest.mark.slow
 def test_a_new_method_file_trains_through_the_workflow_and_is_the_only_change(tmp_path):
-    copy = tmp_path / "repo"
-    for name in COPIED:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, copy / name, ignore=IGNORED)
-        else:
-            shutil.copy2(source, copy / name)
-    (copy / "gc2po/methods/toy_retry.py").write_text(TOY)
+    copy = copy_with_method(tmp_path / "repo", "toy_retry", TOY)
     overlay = tmp_path / "toy.yaml"
     overlay.write_text(yaml.safe_dump(toy_overlay()))
     work = tmp_path / "wf"
     target = (
         "results/toy/runs/testbed/toy_retry/seed0"  # the toy run's, relative to the work folder
     )
-    # the copy's package, not the installed one nor this checkout's (`python -m` puts the working
-    # folder first on sys.path)
-    env = {**os.environ, "PYTHONPATH": str(copy)}
-    command = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--cores",
-        "2",
-        "-s",
-        str(copy / "Snakefile"),
-        "-d",
-        str(work),
-        f"{target}/final",
-        "--configfile",
-        str(copy / "config/config.yaml"),
-        str(overlay),
-    ]
-    out = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=600)
+    command = snakemake_command(
+        copy, work, f"{target}/final", configfiles=[copy / "config/config.yaml", overlay]
+    )
+    out = run_in_copy(copy, command, timeout=600)
     assert out.returncode == 0, out.stderr[-5000:]
     run = work / target
     assert (run / "final/config.json").is_file()
@@ -146,9 +124,7 @@ def test_a_new_method_file_trains_through_the_workflow_and_is_the_only_change(tm
     bad = yaml.safe_load(overlay.read_text())
     bad["train"]["per_method"]["toy_retry"]["method_args"]["retries"] = 0
     overlay.write_text(yaml.safe_dump(bad))
-    refused = subprocess.run(
-        [*command, "--dry-run"], cwd=copy, env=env, capture_output=True, text=True, timeout=600
-    )
+    refused = run_in_copy(copy, [*command, "--dry-run"], timeout=600)
     assert refused.returncode != 0
     assert "method_args.retries must be >= 1, got 0" in refused.stderr, refused.stderr[-3000:]
     before, after = files(ROOT), files(copy)
