@@ -4,10 +4,10 @@ compares its tables with the same config run through sbatch."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
+from tests.workflow.package_copy import snakemake_command
 from tests.workflow.slurm_workflow import ROOT, new_workdir
 
 CI_CONFIG = ("--configfile", "config/config.yaml", "config/ci.yaml")
@@ -33,18 +33,7 @@ def ci_local_run(tmp_path_factory):
     """(work folder, finished process) of `snakemake --cores 2` with the ci overlay."""
     work = new_workdir(tmp_path_factory.mktemp("ci_local") / "wf")
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--cores",
-            "2",
-            "-s",
-            str(ROOT / "Snakefile"),
-            "-d",
-            str(work),
-            *CI_CONFIG,
-        ],
+        snakemake_command(ROOT, work, configfiles=list(CI_CONFIG[1:])),
         capture_output=True,
         text=True,
         timeout=CI_RUN_TIMEOUT_S,

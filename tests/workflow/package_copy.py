@@ -26,9 +26,13 @@ def copy_with_method(dest: Path, name: str, source: str) -> Path:
     return dest
 
 
-def snakemake_command(copy: Path, work: Path, *args: str, configfiles: list[Path]) -> list[str]:
-    """``snakemake --cores 2`` of the copy's Snakefile into ``work`` with ``configfiles`` (targets
-    and flags in ``args``, before ``--configfile``, which takes every argument after it)."""
+def snakemake_command(
+    tree: Path, work: Path, *args: str, configfiles: list[Path | str]
+) -> list[str]:
+    """``snakemake --cores 2`` of ``tree``'s Snakefile (a package copy, or the checkout) into
+    ``work`` with ``configfiles`` (targets and flags in ``args``, before ``--configfile``, which
+    takes every argument after it). The one command builder of the workflow tests that run
+    Snakemake locally (conftest's ci run, test_resume, the package-copy tests)."""
     return [
         sys.executable,
         "-m",
@@ -36,7 +40,7 @@ def snakemake_command(copy: Path, work: Path, *args: str, configfiles: list[Path
         "--cores",
         "2",
         "-s",
-        str(copy / "Snakefile"),
+        str(tree / "Snakefile"),
         "-d",
         str(work),
         *args,

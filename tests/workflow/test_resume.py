@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.workflow.package_copy import snakemake_command
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN = "results/ci/runs/testbed/grpo/seed0"
 OVERLAY = {"train": {"trainer": {"max_steps": 12, "save_steps": 1}}}
@@ -27,30 +29,20 @@ def workdir(path: Path) -> Path:
     return path
 
 
-def snakemake_command(path: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--cores",
-        "2",
-        "-s",
-        str(ROOT / "Snakefile"),
-        "-d",
-        str(path),
-        "--configfile",
-        "config/config.yaml",
-        "config/ci.yaml",
-        "config/resume.yaml",
+def resume_command(path: Path, *extra: str) -> list[str]:
+    return snakemake_command(
+        ROOT,
+        path,
         "--rerun-incomplete",
         *extra,
         f"{RUN}/final",
-    ]
+        configfiles=["config/config.yaml", "config/ci.yaml", "config/resume.yaml"],
+    )
 
 
 def run(path: Path, *extra: str) -> subprocess.CompletedProcess:
     out = subprocess.run(
-        snakemake_command(path, *extra), cwd=path, capture_output=True, text=True, timeout=1200
+        resume_command(path, *extra), cwd=path, capture_output=True, text=True, timeout=1200
     )
     assert out.returncode == 0, out.stderr[-4000:]
     return out
@@ -73,7 +65,7 @@ def test_a_killed_training_job_resumes_and_matches_an_uninterrupted_run(tmp_path
         reference / "resources", killed / "resources", copy_function=shutil.copy2
     )  # same data and base
     job = subprocess.Popen(
-        snakemake_command(killed),
+        resume_command(killed),
         cwd=killed,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
