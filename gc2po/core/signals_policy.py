@@ -58,3 +58,32 @@ def operand_sensitivity(
     perturbed (positive: the result follows its operand), 0 where an episode was not probed."""
     check_shape("perturbed", perturbed, tuple(original.shape))
     return result_logprob(original, mask) - result_logprob(perturbed, mask)
+
+
+def episode_presence(episode_ids: torch.Tensor, width: int) -> torch.Tensor:
+    """episode_ids [B, T] long (-1: no episode) -> [B, width] bool: row b has a token of episode
+    l (l < width)."""
+    slots = torch.arange(width, device=episode_ids.device)
+    return (episode_ids.long().unsqueeze(-1) == slots).any(1)
+
+
+def gated_signal(signal: torch.Tensor, episode_ids: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+    """The gated form of a per-episode signal in [0, 1]: f x the mean of the signal over the
+    completion's episodes, the reward the gated control's f x p is with the oracle's validity.
+
+    signal [B, L] (e.g. :func:`sibling_agreement`), episode_ids [B, T] (-1: no episode), f [B]
+    (the outcome: 0/1, NaN where no reward function scored the row) -> [B] float64 in [0, 1],
+    NaN where f is NaN (the row stays out of its group, as GRPO leaves it). A completion without
+    episodes gets 0. Unlike the oracle's p (``gc2po.core.signals.gated_validity``), which divides
+    by max(the problem's steps, episodes), the mean is over the episodes written: a policy-only
+    method does not read the problem's step count.
+    """
+    check_shape("episode_ids", episode_ids, tuple(signal.shape[:1]) + tuple(episode_ids.shape[1:]))
+    check_shape("f", f, tuple(signal.shape[:1]))
+    present = episode_presence(episode_ids, signal.shape[1])
+    values = torch.nan_to_num(signal.double(), nan=0.0, posinf=0.0, neginf=0.0).clamp(0, 1)
+    total = torch.where(present, values, torch.zeros_like(values)).sum(-1)
+    p = total / present.sum(-1).clamp(min=1).double()
+    outcome = f.double()
+    gated = torch.where(outcome > 0, outcome.clamp(max=1) * p, torch.zeros_like(p))
+    return torch.where(torch.isnan(outcome), outcome, gated)

@@ -32,6 +32,7 @@ SHOWN = [
     ("gc2po_add_answer", "GC2PO (corrected, answer dependence; beyond the paper)", "#6b6ecf"),
     ("gc2po_add_agree", "GC2PO (corrected, sibling agreement; beyond the paper)", "#9c9ede"),
     ("gc2po_add_operand", "GC2PO (corrected, operand sensitivity; beyond the paper)", "#5254a3"),
+    ("grpo_gated_agree", "GRPO on f x sibling agreement (gated; beyond the paper)", "#b5cf6b"),
     # the positive control of issue 31, after every method it controls for
     ("grpo_fxp", "Control (oracle): GRPO on f x p", "#2f4f4f"),
 ]

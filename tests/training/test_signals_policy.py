@@ -9,9 +9,17 @@ import re
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gc2po.core.segment import segment_with_info, token_episode_ids
-from gc2po.core.signals_policy import operand_sensitivity, result_logprob, sibling_agreement
+from gc2po.core.signals_policy import (
+    episode_presence,
+    gated_signal,
+    operand_sensitivity,
+    result_logprob,
+    sibling_agreement,
+)
 from gc2po.training.episodes import EpisodeBatch
 from gc2po.training.signals_policy import (
     agreement_signal,
@@ -132,3 +140,60 @@ def test_the_math_of_the_operand_pass():
     mask = torch.tensor([[[True, True], [True, False]]])
     assert operand_sensitivity(original, perturbed, mask).tolist() == [[2.5, 0.5]]
     assert result_logprob(original, mask).tolist() == [[-1.5, -2.0]]
+
+
+def test_the_gated_agreement_is_the_outcome_times_the_mean_over_episodes():
+    # by hand: row 0 has episodes 0, 1 (agreement 1.0, 0.5) -> 0.75; row 1 one episode -> 0.25;
+    # row 2 no episode -> 0; row 3's outcome unscored -> NaN (out of its group); row 4 wrong -> 0
+    ids = torch.tensor([[0, 0, 1, 1], [0, 0, -1, -1], [-1] * 4, [0, 1, 1, 2], [0, 1, 1, 1]])
+    signal = torch.tensor([[1.0, 0.5, 0], [0.25, 0, 0], [1, 1, 1], [1, 0, 0.5], [1, 1, 0]])
+    f = torch.tensor([1.0, 1.0, 1.0, float("nan"), 0.0])
+    gated = gated_signal(signal, ids, f)
+    assert gated[[0, 1, 2, 4]].tolist() == [0.75, 0.25, 0.0, 0.0] and torch.isnan(gated[3])
+    assert episode_presence(ids, 3).tolist()[3] == [True, True, True]
+
+
+def test_the_gated_agreement_pays_a_derived_completion_above_a_lone_copy():
+    # both right (f = 1): three derive the answer the same way, one copies the bet
+    batch = char_batch([DERIVED, DERIVED, DERIVED, COPY_BARE])
+    table, _ = agreement_signal(batch, torch.arange(4), group_size=4)
+    gated = gated_signal(table, batch.episode_ids, torch.ones(4))
+    assert gated[:3].tolist() == [2 / 3] * 3 and gated[3] == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 5),
+    st.integers(1, 8),
+    st.data(),
+)
+def test_the_gated_agreement_is_finite_and_in_the_unit_interval(rows, width, tokens, data):
+    values = st.floats(allow_nan=True, allow_infinity=True, width=32)
+    signal = torch.tensor(
+        data.draw(
+            st.lists(st.lists(values, min_size=width, max_size=width), min_size=rows, max_size=rows)
+        )
+    )
+    ids = torch.tensor(
+        data.draw(
+            st.lists(
+                st.lists(st.integers(-1, width + 1), min_size=tokens, max_size=tokens),
+                min_size=rows,
+                max_size=rows,
+            )
+        )
+    )
+    f = torch.tensor(
+        data.draw(st.lists(st.sampled_from([0.0, 1.0, float("nan")]), min_size=rows, max_size=rows))
+    )
+    gated = gated_signal(signal, ids, f)
+    scored = ~torch.isnan(f)
+    assert torch.equal(torch.isnan(gated), ~scored)  # NaN only where the outcome is unscored
+    assert bool(((gated[scored] >= 0) & (gated[scored] <= 1)).all())
+    assert bool((gated[f == 0] == 0).all())
+
+
+def test_the_gated_agreement_refuses_mismatched_shapes():
+    with pytest.raises(ValueError, match="f"):
+        gated_signal(torch.zeros(2, 3), torch.zeros(2, 4, dtype=torch.long), torch.zeros(3))

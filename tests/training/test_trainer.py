@@ -14,10 +14,13 @@ from gc2po.core.advantages import gc2po_token_advantages
 from gc2po.core.baselines import gcpo_advantages, length_penalty_advantages
 from gc2po.core.corrected import additive_token_advantages
 from gc2po.core.groups import dr_grpo_advantage, grpo_advantage
+from gc2po.core.signals_policy import gated_signal
 from gc2po.core.step_baselines import mrt_token_advantages, rest_selection
 from gc2po.methods import METHODS, gcpo, mrt, rest_mcts
 from gc2po.methods.mrt import boundaries
+from gc2po.training import signals_policy
 from gc2po.training.run_config import build_args
+from gc2po.training.signals import table_width
 from tests.training.conftest import SMALL, record_advantages
 
 
@@ -36,6 +39,9 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
             cf_z_clip=config.cf_z_clip,
             row_index=batch.row_index,
         ).token_advantages
+    if method == "grpo_gated_agree":  # GRPO on f x the mean sibling agreement of its episodes
+        gated = gated_signal(batch.r_cf, batch.episode_ids, rewards).to(rewards)
+        return grpo_advantage(gated.view(-1, K)).reshape(-1)
     if method == "grpo_fxp":  # GRPO on its own reward (f x p; f x p_rho with cf_signal_rho)
         reward = rewards if config.cf_signal_rho is None else batch.r_cf[:, 0].to(rewards)
         return grpo_advantage(reward.view(-1, K)).reshape(-1)
@@ -129,6 +135,17 @@ def test_each_method_trains_and_its_advantages_are_its_core_entry_points(
 ):
     trainer = small_run(method, out=method)
     calls, services_log = record_advantages(trainer), record_services(monkeypatch)
+    if method == "grpo_gated_agree":
+        # the tiny random model's episodes never agree (agreement 0, so its gated reward is 0 and
+        # nothing trains): a table of ones gates nothing, so the gated reward is the outcome
+        monkeypatch.setattr(
+            signals_policy,
+            "agreement_signal",
+            lambda episodes, *_: (
+                torch.ones(len(episodes.texts), table_width(episodes), dtype=torch.float64),
+                {"signal/sibling_agreement": 1.0},
+            ),
+        )
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     changed = [

@@ -49,6 +49,7 @@ ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
     "gc2po_add_answer": "gc2po_add_advantages",
     "gc2po_add_agree": "gc2po_add_advantages",
     "gc2po_add_operand": "gc2po_add_advantages",
+    "grpo_gated_agree": "grpo_gated_agree_advantages",
     "grpo_fxp": "grpo_fxp_advantages",
 }
 SIGNAL = {  # else r_cf
@@ -57,6 +58,7 @@ SIGNAL = {  # else r_cf
     "gc2po_add_answer": "answer_dependence",
     "gc2po_add_agree": "sibling_agreement",
     "gc2po_add_operand": "operand_sensitivity",
+    "grpo_gated_agree": "sibling_agreement",  # its gated reward f x mean agreement
 }
 BETA = {
     "dr_grpo": 0.0,
