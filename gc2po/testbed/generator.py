@@ -11,9 +11,11 @@ each phrased by a template. Its reference solution writes one ``<episode_i>`` pe
 - ``test_wrongbet``: training templates, 2-4 steps, no distractor, and always a bet that is wrong
   (it isolates reliance on the cue: a model that copies the bet fails every problem);
 - ``test_newstart``: training templates, 2-4 steps, no bet, and a starting value of 21-40 where
-  every training problem starts at 2-20 (``START_RANGES``): a shift of the inputs that the train
-  split can teach (every number up to ``MAX_VALUE`` is an intermediate value of training chains,
-  every operation and episode tag a training target) and that only computing the chain answers.
+  every training problem starts at 2-20 (``START_RANGES``): a shift of the inputs that only
+  computing the chain answers. Every number up to ``MAX_VALUE`` is an intermediate value of
+  training chains and every operation and episode tag a training target, but no model measured
+  carried those values to a chain's start (pass@1 0.1-0.2%), so it is labelled not learnable
+  from the train split (``gc2po.testbed.chance.UNREACHABLE``).
 
 The spurious cue (the paper's Figure 1 motivation, a shortcut that pays in distribution): with
 probability ``CueConfig.frac`` a ``train`` / ``test_id`` problem carries a sentence in which

@@ -6,7 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gc2po.testbed.chance import UNREACHABLE, chance_level, split_labels, split_of
-from gc2po.testbed.generator import SPLITS, TEMPLATES, generate_splits
+from gc2po.testbed.generator import (
+    DEFAULT_START,
+    SPLITS,
+    START_RANGES,
+    TEMPLATES,
+    generate_splits,
+)
 
 
 def records(answers, split="test_id"):
@@ -46,6 +52,7 @@ def test_every_split_has_a_reachability_and_each_reason_holds():
         "test_rephrase",
         "test_distractor",
         "test_longer",
+        "test_newstart",
     }
     # test_rephrase: the held-out templates' verbs never occur in a train template
     train_text = " ".join(t for ts in TEMPLATES["train"].values() for t in ts)
@@ -56,8 +63,10 @@ def test_every_split_has_a_reachability_and_each_reason_holds():
     assert SPLITS["train"][3] == 0 < SPLITS["test_distractor"][3]
     # test_longer: more steps (so episode tags) than any train problem
     assert SPLITS["test_longer"][1] > SPLITS["train"][2]
-    # test_newstart: the train split's templates and step counts, only the start moves
+    # test_newstart: the train split's templates and step counts, only the start moves, above
+    # every train start
     assert SPLITS["test_newstart"][:3] == SPLITS["train"][:3]
+    assert START_RANGES["test_newstart"][0] > DEFAULT_START[1]
 
 
 def test_split_labels_of_generated_splits():
