@@ -152,6 +152,13 @@ def _brackets(seed_counts: list[int]) -> str:
     return text + (". 1 seed: no CI" if 1 in seed_counts else "")
 
 
+def _sign_flip_floor(seed_counts: list[int]) -> str:
+    """The smallest two-sided sign-flip p at each seed count S > 1 of a table: 2 / 2^S (all S
+    per-seed differences of one sign), so no difference can reach below it."""
+    floors = [f"with {count} seeds {2 / 2**count:.4g}" for count in seed_counts if count > 1]
+    return f"; the smallest sign-flip p {' / '.join(floors)}" if floors else ""
+
+
 def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunNames = None) -> str:
     a, b = method_name(method_a, names), method_name(method_b, names)
     benchmarks = list(dict.fromkeys(rows.benchmark[rows.benchmark != AVERAGE]))
@@ -174,8 +181,8 @@ def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunName
         "",
         f"Same seeds and problems for both methods. {a} - {b}: the mean over seeds of each "
         f"seed's mean difference (seed s of one minus seed s of the other){_brackets(seeds)}. "
-        "The p-values test the per-seed differences (two-sided; n/a with one seed; with 3 seeds "
-        "the smallest sign-flip p is 0.25). Holm (n/a with one seed): whether the paired "
+        "The p-values test the per-seed differences (two-sided; n/a with one seed"
+        f"{_sign_flip_floor(seeds)}). Holm (n/a with one seed): whether the paired "
         f"t-test's difference survives Holm's correction at {HOLM_ALPHA:.0%} over "
         f"{holm_family_text(benchmarks)}. Average: the mean over the benchmarks.",
     ]

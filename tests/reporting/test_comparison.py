@@ -151,3 +151,14 @@ def test_one_seed_prints_no_interval(tmp_path):
     text = md.read_text()
     assert "| testbed | Test (ID) | 100.0 | 50.0 | +50.0 | n/a | 1.000 | n/a | 0 |" in text
     assert "1 seed: no CI" in text
+
+
+def test_the_caption_states_the_sign_flip_floor_of_its_seed_count(tmp_path):
+    # five seeds of one sign reach the floor, 2 / 2^5; the caption names that floor, not 3 seeds'
+    files = _many_seeds(tmp_path, {"test_id": [2, 3, 2, 3, 2]})
+    md, csv = tmp_path / "cmp.md", tmp_path / "cmp.csv"
+    rows = write_comparison(files, "gc2po", "grpo", ["test_id"], md=md, csv=csv)
+    assert rows.set_index("benchmark").sign_flip_p["test_id"] == pytest.approx(2 / 2**5)
+    caption = md.read_text()
+    assert "the smallest sign-flip p with 5 seeds 0.0625" in caption
+    assert "3 seeds" not in caption
