@@ -122,6 +122,8 @@ def lambda_ablation(
     ablation = {"lambda_exp": "no_sexp", "lambda_cf": "no_rcf"}  # lambda = 0: the ablation's colour
     forms = list(dict.fromkeys(form for _, form, _ in points))
     for (base, form, key), series in points.items():
+        if not series:  # a config without the form's sweep or its ablation runs
+            continue
         xs = sorted(series)
         percents = [[100 * v for v in _summary_values(series[x], "pass@1")] for x in xs]
         stats = np.array([interval_within(values, PERCENT) for values in percents])
@@ -136,6 +138,16 @@ def lambda_ablation(
             color=method_colour(f"{form}_{ablation[key]}"),
             linestyle=LINE_STYLES[bases.index(base) % len(LINE_STYLES)],
             label=label if len(bases) == 1 else f"{base}: {label}",
+        )
+    if not any(points.values()):
+        ax.text(
+            0.5,
+            0.5,
+            "no lambda sweep or ablation run in this config",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            fontsize=8,
         )
     ax.set_xlabel("lambda (0 = the ablation; the paper's value = the method's default)")
     ax.set_ylabel(f"pass@1 on {benchmark_name(benchmark)} (%)")

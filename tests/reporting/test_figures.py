@@ -262,3 +262,16 @@ def test_lambda_figure_shows_the_paper_and_the_corrected_form_apart(tmp_path, dr
         method_colour("gc2po_add_no_rcf"),
     ]
     assert list(lines[1].get_ydata()) == pytest.approx([30.5, 35.5])
+
+
+def test_lambda_figure_of_a_config_without_the_paper_form_draws_what_it_has(tmp_path, drawn):
+    # a config without gc2po (config/testbed_signals.yaml) hands over an empty series for it
+    runs = [write_summary(tmp_path / f"{s}.json", 0.3, 10) for s in range(2)]
+    points = {("tb", "gc2po", "lambda_cf"): {}, ("tb", "gc2po_add", "lambda_cf"): {0.8: runs}}
+    figures.lambda_ablation(points, "test_id", tmp_path / "lambda.png")
+    assert [t.get_text() for t in drawn[0].get_legend().get_texts()] == [
+        "GC2PO (corrected, additive): lambda_cf"
+    ]
+    figures.lambda_ablation({("tb", "gc2po", "lambda_cf"): {}}, "test_id", tmp_path / "none.png")
+    assert "no lambda sweep" in " ".join(t.get_text() for t in drawn[1].texts)
+    assert (tmp_path / "none.png").stat().st_size > 1000
