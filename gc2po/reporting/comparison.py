@@ -25,7 +25,7 @@ from gc2po.reporting.captions import (
 )
 from gc2po.reporting.names import RunNames, benchmark_name, method_name
 from gc2po.reporting.stats import paired_differences, paired_interval, paired_macro_test
-from gc2po.reporting.table_format import signed
+from gc2po.reporting.table_format import signed, value
 from gc2po.reporting.tables import AVERAGE, EvalFile, Scores
 
 COLUMNS = [
@@ -173,8 +173,8 @@ def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunName
     ]
     for row in rows.itertuples():
         lines.append(
-            f"| {row.block} | {benchmark_name(row.benchmark)} | {row.mean_a:.1f} | "
-            f"{row.mean_b:.1f} | {_difference(row)} | {_p(row.t_p)} | {_p(row.sign_flip_p)} | "
+            f"| {row.block} | {benchmark_name(row.benchmark)} | {value(row.mean_a)} | "
+            f"{value(row.mean_b)} | {_difference(row)} | {_p(row.t_p)} | {_p(row.sign_flip_p)} | "
             f"{_holm(row)} | {row.seeds} |"
         )
     lines += [

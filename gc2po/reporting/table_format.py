@@ -13,6 +13,7 @@ how cells are computed and the evaluation protocol read from the evaluation summ
 from __future__ import annotations
 
 import html
+from decimal import ROUND_HALF_UP, Decimal
 
 import pandas as pd
 
@@ -22,13 +23,22 @@ from gc2po.reporting.names import RunNames, benchmark_name, method_name
 AVERAGE = "Average"
 
 
+def one_decimal(x: float) -> float:
+    """``x`` rounded to one decimal, half away from zero, after dropping float noise below 1e-9:
+    every table prints a number the same way whatever order its sum was taken in (a mean of
+    2.55 computed as 2.5500000000000003 in one table and 2.5499999999999998 in another printed
+    2.6 and 2.5)."""
+    cleaned = Decimal(repr(round(float(x), 9)))
+    return float(cleaned.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+
+
 def value(x: float) -> str:
-    return f"{x:.1f}"
+    return f"{one_decimal(x):.1f}"
 
 
 def signed(x: float) -> str:
     """One decimal with a sign; anything that rounds to zero is ``0.0``."""
-    rounded = round(float(x), 1)
+    rounded = one_decimal(x)
     return "0.0" if rounded == 0 else f"{rounded:+.1f}"
 
 
