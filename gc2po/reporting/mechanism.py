@@ -22,7 +22,7 @@ import pandas as pd
 from gc2po import layout
 from gc2po.reporting.names import RunNames, benchmark_name, method_name, method_order
 from gc2po.reporting.stats import seed_interval
-from gc2po.reporting.table_format import signed, value
+from gc2po.reporting import table_format
 from gc2po.testbed.generator import Problem
 from gc2po.testbed.mechanism import VALID_STEPS, Measure, annotate, measures_of, seed_measures
 
@@ -137,7 +137,7 @@ def mechanism_rows(values: Values, measures: list[Measure]) -> pd.DataFrame:
 def _number(x: float, sign: bool = False) -> str:
     if not math.isfinite(x):
         return "n/a"
-    return signed(x) if sign else value(x)
+    return table_format.signed(x) if sign else table_format.value(x)
 
 
 def cell_text(row) -> str:

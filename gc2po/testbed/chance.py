@@ -36,8 +36,8 @@ UNREACHABLE: dict[str, str | None] = {
     ),
     "test_wrongbet": None,
     "test_newstart": (
-        "its starting values 21-40 never start a training chain (train starts are 2-20); they occur "
-        "only as intermediate values, and no model measured carried them to a chain's start "
+        "its starting values 21-40 never start a training chain (train starts are 2-20); they "
+        "occur only as intermediate values, and no model measured carried them to a chain's start "
         "(pass@1 0.1-0.2% for the base, GRPO, both GC2PO forms and the f x p control, the recipe "
         "overlay's run at commit 078b820)"
     ),
