@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from gc2po import layout
+from gc2po.reporting import table_format
 from gc2po.reporting.names import RunNames, benchmark_name, method_name, method_order
 from gc2po.reporting.stats import seed_interval
-from gc2po.reporting import table_format
 from gc2po.testbed.generator import Problem
 from gc2po.testbed.mechanism import VALID_STEPS, Measure, annotate, measures_of, seed_measures
 
