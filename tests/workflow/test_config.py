@@ -235,6 +235,10 @@ def test_the_study_runs_the_controls_doses_floors_and_lambdas():
         ("gc2po", "gc2po"),
         ("gc2po_add", "gc2po_add"),
         ("grpo_fxp", "grpo_fxp"),
+        # the policy-only candidates (beyond the paper): agreement in both forms, operand additive
+        ("gc2po_add_agree", "gc2po_add_agree"),
+        ("grpo_gated_agree", "grpo_gated_agree"),
+        ("gc2po_add_operand", "gc2po_add_operand"),
         ("gc2po_add_cf_std_floor_0.001", "gc2po_add"),
         *((f"gc2po_add_oracle_cf_signal_rho_{rho}", "gc2po_add_oracle") for rho in rhos),
         *((f"grpo_fxp_cf_signal_rho_{rho}", "grpo_fxp") for rho in rhos),
