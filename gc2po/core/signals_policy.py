@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from gc2po.core.groups import check_shape
-from gc2po.core.signals import LOGP_FLOOR
+from gc2po.core.signals import LOGP_FLOOR, gated_validity
 
 
 def sibling_agreement(keys: torch.Tensor, group: torch.Tensor) -> torch.Tensor:
@@ -74,16 +74,15 @@ def gated_signal(signal: torch.Tensor, episode_ids: torch.Tensor, f: torch.Tenso
     signal [B, L] (e.g. :func:`sibling_agreement`), episode_ids [B, T] (-1: no episode), f [B]
     (the outcome: 0/1, NaN where no reward function scored the row) -> [B] float64 in [0, 1],
     NaN where f is NaN (the row stays out of its group, as GRPO leaves it). A completion without
-    episodes gets 0. Unlike the oracle's p (``gc2po.core.signals.gated_validity``), which divides
-    by max(the problem's steps, episodes), the mean is over the episodes written: a policy-only
-    method does not read the problem's step count.
+    episodes gets 0. It is the oracle's gate (``gc2po.core.signals.gated_validity``) with no step
+    count: the oracle's p divides by max(the problem's steps, episodes), this mean by the
+    episodes written, since a policy-only method does not read the problem's step count.
     """
     check_shape("episode_ids", episode_ids, tuple(signal.shape[:1]) + tuple(episode_ids.shape[1:]))
     check_shape("f", f, tuple(signal.shape[:1]))
-    present = episode_presence(episode_ids, signal.shape[1])
-    values = torch.nan_to_num(signal.double(), nan=0.0, posinf=0.0, neginf=0.0).clamp(0, 1)
-    total = torch.where(present, values, torch.zeros_like(values)).sum(-1)
-    p = total / present.sum(-1).clamp(min=1).double()
     outcome = f.double()
-    gated = torch.where(outcome > 0, outcome.clamp(max=1) * p, torch.zeros_like(p))
-    return torch.where(torch.isnan(outcome), outcome, gated)
+    scored = ~torch.isnan(outcome)
+    no_steps = torch.zeros(len(outcome), dtype=torch.long, device=outcome.device)
+    present = episode_presence(episode_ids, signal.shape[1])
+    gated = gated_validity(signal, present, torch.where(scored, outcome, 0.0), no_steps)
+    return torch.where(scored, gated, outcome)
