@@ -12,6 +12,8 @@ as uncued / cued pass@1 and the copy share (completions that start by copying th
 A warm start other than the workflow's (``--warm-start '{"epochs": 16}'``, WarmStartConfig
 fields over the default config's) is trained first into ``OUT/warm_start`` from ``--data``.
 Each line printed is one seed: ``seed s: base uncued X, run uncued Y (Y - X), cued, copy``.
+With ``--every K`` the run keeps a checkpoint every K steps and each is evaluated too (a learning
+curve), one line each before the seed's line: ``seed s step k: uncued Y (Y - X), cued, copy``.
 """
 
 from __future__ import annotations
@@ -62,6 +64,18 @@ def with_cued_share(records: list[dict], share: float, seed: int = 0) -> list[di
     return out
 
 
+def checkpoint_settings(max_steps: int, every: int) -> dict:
+    """Trainer settings that keep every checkpoint of a curve (the run config's default
+    rotation keeps the last two)."""
+    return {"save_steps": every, "save_total_limit": max(1, max_steps // every)}
+
+
+def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """(step, folder) of a run's ``checkpoint-<step>`` folders, in step order."""
+    found = [(int(p.name.split("-")[1]), p) for p in run_dir.glob("checkpoint-*")]
+    return sorted(found)
+
+
 def evaluate(model: str, test: list[dict], seed: int, n: int) -> dict:
     from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
     from gc2po.evaluation.run import generate_and_grade
@@ -99,7 +113,12 @@ def main() -> None:
     parser.add_argument("--warm-start", help="WarmStartConfig fields (JSON) over the default's")
     parser.add_argument("--n", type=int, default=4, help="samples per test problem")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--every", type=int, help="also evaluate a checkpoint every this many steps (a curve)"
+    )
     args = parser.parse_args()
+    if args.every is not None and args.every < 1:
+        raise SystemExit(f"--every must be a positive number of steps, got {args.every}")
 
     import torch
 
@@ -128,6 +147,8 @@ def main() -> None:
     for item in args.set:
         key, _, value = item.partition("=")
         trainer[key] = parse_value(value)
+    if args.every:
+        trainer.update(checkpoint_settings(int(trainer["max_steps"]), args.every))
     test = read_jsonl(args.test)
     for seed in args.seeds:
         run_dir = out / f"seed{seed}"
@@ -150,10 +171,17 @@ def main() -> None:
         )
         if done.returncode:
             sys.exit(f"seed {seed}: gc2po train failed:\n{done.stderr[-2000:]}")
-        base, trained = (
-            evaluate(model, test, seed, args.n),
-            evaluate(str(run_dir / "final"), test, seed, args.n),
-        )
+        base = evaluate(model, test, seed, args.n)
+        if args.every:
+            for step, folder in checkpoints(run_dir):
+                point = evaluate(str(folder), test, seed, args.n)
+                print(
+                    f"seed {seed} step {step}: uncued {point['uncued']:.1f} "
+                    f"({point['uncued'] - base['uncued']:+.1f}); cued {point['cued']:.1f}; "
+                    f"copy {point['copy']:.1f}",
+                    flush=True,
+                )
+        trained = evaluate(str(run_dir / "final"), test, seed, args.n)
         print(
             f"seed {seed}: base uncued {base['uncued']:.1f}, run uncued {trained['uncued']:.1f} "
             f"({trained['uncued'] - base['uncued']:+.1f}); cued {base['cued']:.1f} -> "

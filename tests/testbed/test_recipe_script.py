@@ -48,3 +48,25 @@ def test_the_cued_share_keeps_every_uncued_problem(share, expected_cued):
 def test_a_cued_share_of_one_is_refused():
     with pytest.raises(SystemExit, match="--cued-share must be in"):
         recipe.with_cued_share(records(2, 2), 1.0)
+
+
+def test_a_curve_keeps_every_checkpoint():
+    # 160 steps every 40: checkpoints 40, 80, 120, 160, none rotated away
+    assert recipe.checkpoint_settings(160, 40) == {"save_steps": 40, "save_total_limit": 4}
+    assert recipe.checkpoint_settings(10, 40) == {"save_steps": 40, "save_total_limit": 1}
+
+
+def test_checkpoints_are_read_in_step_order(tmp_path):
+    for step in (120, 40, 80):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+    (tmp_path / "final").mkdir()
+    assert [step for step, _ in recipe.checkpoints(tmp_path)] == [40, 80, 120]
+
+
+def test_a_curve_step_below_one_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setattr(
+        "sys.argv",
+        f"testbed_recipe.py --model m --data d --test t --out {tmp_path} --every 0".split(),
+    )
+    with pytest.raises(SystemExit, match="--every must be a positive number of steps, got 0"):
+        recipe.main()
