@@ -59,6 +59,22 @@ def pytest_runtest_call(item):
     return (yield from _guarded(item))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def ci_run_in_background(request, tmp_path_factory):
+    """The workflow tests' ci run (tests/workflow/ci_run.py), started with the session where a
+    selected test reads it (``ci_local_run``), else None; killed at the session's end if no test
+    waited for it."""
+    items = request.session.items
+    if not any("ci_local_run" in getattr(item, "fixturenames", ()) for item in items):
+        yield None
+        return
+    from tests.workflow.ci_run import CiRun
+
+    run = CiRun(tmp_path_factory.mktemp("ci_local"))
+    yield run
+    run.stop()
+
+
 @pytest.fixture(autouse=True)
 def _git_revision_per_test():
     """gc2po.evaluation.provenance runs git once per process (cached): cleared before each test,

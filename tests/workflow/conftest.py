@@ -1,19 +1,15 @@
 """The ci miniature run once per session: the end-to-end test checks it and the SLURM test
-compares its tables with the same config run through sbatch."""
+compares its tables with the same config run through sbatch. It starts with the session, in the
+background (tests/workflow/ci_run.py says why; tests/conftest.py starts it)."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from tests.workflow.package_copy import snakemake_command
-from tests.workflow.slurm_workflow import ROOT, new_workdir
+from tests.workflow.ci_run import CI_RUN_TIMEOUT_S, CiRun
 
-CI_CONFIG = ("--configfile", "config/config.yaml", "config/ci.yaml")
-CI_RUN_TIMEOUT_S = 1200  # the ci run's own bound (below)
 # pytest-timeout counts a test's setup: whichever test first asks for the ci run (which depends on
-# the selection) runs it there, up to CI_RUN_TIMEOUT_S, before its own work
+# the selection) waits for it there, up to CI_RUN_TIMEOUT_S, before its own work
 CI_TEST_TIMEOUT_S = CI_RUN_TIMEOUT_S + 600
 
 
@@ -29,13 +25,7 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def ci_local_run(tmp_path_factory):
+def ci_local_run(ci_run_in_background, tmp_path_factory):
     """(work folder, finished process) of `snakemake --cores 2` with the ci overlay."""
-    work = new_workdir(tmp_path_factory.mktemp("ci_local") / "wf")
-    out = subprocess.run(
-        snakemake_command(ROOT, work, configfiles=list(CI_CONFIG[1:])),
-        capture_output=True,
-        text=True,
-        timeout=CI_RUN_TIMEOUT_S,
-    )
-    return work, out
+    run = ci_run_in_background or CiRun(tmp_path_factory.mktemp("ci_local"))
+    return run.work, run.result()

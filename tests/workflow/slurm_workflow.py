@@ -21,6 +21,8 @@ from tests.workflow.slurm_cluster import SlurmCluster
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"
 PLACEHOLDERS = ("CHANGE_ME_account", "CHANGE_ME_cpu_partition", "CHANGE_ME_gpu_partition")
+# Snakemake with the executor plugin's status checks at most 2 s apart (the file says why)
+PROMPT_STATUS = Path(__file__).with_name("snakemake_prompt_status.py")
 # The test cluster has no accounting database, so sacct cannot answer: job status comes from
 # squeue (MinJobAge 300 s >= 3 x the first check's delay), checked 2 s after submission.
 TEST_CLUSTER_SETTINGS = {
@@ -71,9 +73,13 @@ def new_workdir(path: Path) -> Path:
     return path
 
 
-def snakemake_command(*args: str, snakefile: Path = ROOT / "Snakefile") -> list[str]:
-    """``--configfile`` takes several values: put targets before it."""
-    return [sys.executable, "-m", "snakemake", "-s", str(snakefile), *args]
+def snakemake_command(
+    *args: str, snakefile: Path = ROOT / "Snakefile", on_cluster: bool = False
+) -> list[str]:
+    """``--configfile`` takes several values: put targets before it. ``on_cluster``: a run that
+    submits to the test cluster, through ``PROMPT_STATUS``."""
+    runner = [str(PROMPT_STATUS)] if on_cluster else ["-m", "snakemake"]
+    return [sys.executable, *runner, "-s", str(snakefile), *args]
 
 
 def run_snakemake(
@@ -84,7 +90,7 @@ def run_snakemake(
     snakefile: Path = ROOT / "Snakefile",
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        snakemake_command(*args, snakefile=snakefile),
+        snakemake_command(*args, snakefile=snakefile, on_cluster=True),
         cwd=workdir,
         env=cluster.env,
         capture_output=True,
@@ -99,7 +105,7 @@ def start_snakemake(
     """Snakemake in the background, stdout and stderr into ``output`` (read it while it runs)."""
     with open(output, "w") as handle:  # the child keeps its own descriptor
         return subprocess.Popen(
-            snakemake_command(*args),
+            snakemake_command(*args, on_cluster=True),
             cwd=workdir,
             env=cluster.env,
             stdout=handle,
