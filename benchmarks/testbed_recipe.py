@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -52,16 +51,12 @@ def parse_value(text: str):
 
 
 def with_cued_share(records: list[dict], share: float, seed: int = 0) -> list[dict]:
-    """Every uncued record plus as many cued ones (in file order) as make ``share`` of the
-    result cued; shuffled with ``seed``."""
-    uncued = [r for r in records if r["meta"].get("cue") is None]
-    cued = [r for r in records if r["meta"].get("cue") is not None]
+    """The workflow's cut (``gc2po.testbed.data.with_cued_share``, ``testbed.rl_cued_share``)."""
+    from gc2po.testbed.data import with_cued_share as cut
+
     if not 0 <= share < 1:
         raise SystemExit(f"--cued-share must be in [0, 1), got {share}")
-    keep = min(len(cued), int(share * len(uncued) / (1 - share)))
-    out = uncued + cued[:keep]
-    random.Random(seed).shuffle(out)
-    return out
+    return cut(records, share, seed)
 
 
 def checkpoint_settings(max_steps: int, every: int) -> dict:

@@ -58,6 +58,8 @@ def _reason(error) -> str:
         "enum": lambda: f"must be one of {want}",
         "minimum": lambda: f"must be >= {want}",
         "maximum": lambda: f"must be <= {want}",
+        "exclusiveMinimum": lambda: f"must be > {want}",
+        "exclusiveMaximum": lambda: f"must be < {want}",
         "minItems": lambda: f"needs at least {want} item(s)",
         "maxItems": lambda: f"takes at most {want} item(s)",
         "pattern": lambda: f"must match {want!r}",

@@ -122,7 +122,12 @@ class TrainingJob:
 
 
 def base_models(config: dict) -> dict:
-    return config.get("base_models") or {"testbed": {"source": "warm_start", "train_data": "train"}}
+    """label -> base model; a testbed trains its RL runs on train_rl (the train split cut to
+    ``testbed.rl_cued_share`` cued problems) when that is set."""
+    if config.get("base_models"):
+        return config["base_models"]
+    cut = (config.get("testbed") or {}).get("rl_cued_share") is not None
+    return {"testbed": {"source": "warm_start", "train_data": "train_rl" if cut else "train"}}
 
 
 def ablation_bases(config: dict) -> list[str]:

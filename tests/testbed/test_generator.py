@@ -200,3 +200,39 @@ def test_gc2po_eval_knows_every_split():
     from gc2po.evaluation.cli_eval import TESTBED_SPLITS
 
     assert TESTBED_SPLITS == tuple(SPLITS)
+
+
+def test_the_rl_train_split_keeps_every_uncued_problem_and_a_share_of_cued_ones(tmp_path):
+    import json
+
+    from gc2po.testbed.data import write_splits
+
+    manifest = write_splits(
+        {"train": 400, "test_id": 20}, 0, tmp_path, {"frac": 0.5, "accuracy": 0.9}, 0.2
+    )
+    read = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    cut = [json.loads(line) for line in (tmp_path / "train_rl.jsonl").read_text().splitlines()]
+    uncued = {r["id"] for r in read if "cue" not in r["meta"]}
+    cued_kept = [r for r in cut if "cue" in r["meta"]]
+    assert uncued <= {r["id"] for r in cut}  # every uncued problem stays
+    assert len(cued_kept) == int(0.2 * len(uncued) / 0.8)  # a fifth of the cut is cued
+    assert {r["id"] for r in cut} <= {r["id"] for r in read}  # a subset of the train split
+    assert manifest["rl_cued_share"] == 0.2
+    assert manifest["splits"]["train_rl"]["count"] == len(cut)
+    assert manifest["splits"]["train"]["count"] == 400  # the warm start's split is whole
+
+
+def test_without_a_share_no_rl_train_split_is_written(tmp_path):
+    from gc2po.testbed.data import write_splits
+
+    manifest = write_splits({"train": 50}, 0, tmp_path, {"frac": 0.5, "accuracy": 0.9})
+    assert not (tmp_path / "train_rl.jsonl").exists() and "train_rl" not in manifest["splits"]
+
+
+@pytest.mark.parametrize("share", [1.0, -0.1, True, "0.2"])
+def test_a_bad_rl_cued_share_is_refused_before_anything_is_written(tmp_path, share):
+    from gc2po.testbed.data import write_splits
+
+    with pytest.raises(ValueError, match="testbed.rl_cued_share: must be a number in"):
+        write_splits({"train": 50}, 0, tmp_path / "out", None, share)
+    assert not (tmp_path / "out").exists()

@@ -279,3 +279,16 @@ def test_a_sweep_without_a_method_it_applies_to_fails_naming_it(sweeps, methods,
     config.update(sweeps=sweeps, sweep_methods=methods)
     with pytest.raises(ValueError, match=match):
         runs(config)
+
+
+def test_the_recipe_overlay_trains_rl_on_the_cut_split_and_the_warm_start_on_the_whole():
+    config = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_recipe.yaml"])
+    jobs = training_jobs(config)
+    assert {job.train_data for job in jobs} == {"resources/testbed_recipe/data/train_rl.jsonl"}
+    assert {(j.trainer["max_steps"], j.trainer["per_device_train_batch_size"]) for j in jobs} == {
+        (160, 256)
+    }
+    default_jobs = training_jobs(load_config([]))  # no share: the whole train split
+    assert {job.train_data for job in default_jobs} == {"resources/testbed/data/train.jsonl"}
+    warm_start = (ROOT / "workflow/rules/data.smk").read_text().split("rule warm_start:")[1]
+    assert 'train=f"{RES}/data/train.jsonl"' in warm_start.split("output:")[0]

@@ -47,6 +47,7 @@ def changed(path: str, value):
             changed("evaluate.backend", "tpu"),
             "evaluate.backend: must be one of ['transformers', 'vllm', 'auto']",
         ),
+        (changed("testbed.rl_cued_share", 1), "testbed.rl_cued_share: must be < 1, got 1"),
         (changed("methods", ["grpo", "ppo"]), "methods[1]: must be one of ['dr_grpo', "),
         (changed("epochs", 3), "the config: unknown key(s) ['epochs']; valid: ['ablation_bases', "),
         (

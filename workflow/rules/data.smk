@@ -11,12 +11,14 @@ if TESTBED:
 
     rule testbed_data:
         output:
-            expand(f"{RES}/data/{{split}}.jsonl", split=["train"] + BENCHMARKS),
+            expand(f"{RES}/data/{{split}}.jsonl", split=["train"] + BENCHMARKS + [s for s in TRAINING_SETS if s != "train"]),
             manifest=f"{RES}/data/manifest.json",
         params:
             sizes=config["testbed"]["sizes"],
             seed=config["testbed"]["seed"],
             cue=config["testbed"].get("cue"),
+            # the RL runs' train split cut to this share of cued problems (train_rl.jsonl)
+            rl_cued_share=config["testbed"].get("rl_cued_share"),
             out_dir=lambda wc, output: os.path.dirname(output.manifest),
         log:
             f"logs/{NAME}/testbed_data.log",

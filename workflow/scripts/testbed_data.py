@@ -9,5 +9,6 @@ with logged(snakemake) as log:  # noqa: F821
         snakemake.params.seed,  # noqa: F821
         snakemake.params.out_dir,  # noqa: F821
         snakemake.params.cue,  # noqa: F821
+        snakemake.params.rl_cued_share,  # noqa: F821
     )
-    log(f"wrote {sum(m['count'] for m in manifest['splits'].values())} problems")
+    log("wrote " + ", ".join(f"{k} {m['count']}" for k, m in manifest["splits"].items()))
