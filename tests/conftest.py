@@ -62,15 +62,19 @@ def pytest_runtest_call(item):
 @pytest.fixture(scope="session", autouse=True)
 def ci_run_in_background(request, tmp_path_factory):
     """The workflow tests' ci run (tests/workflow/ci_run.py), started with the session where a
-    selected test reads it (``ci_local_run``), else None; killed at the session's end if no test
-    waited for it."""
+    selected test reads it (``ci_local_run``), else None; the error if it could not start (raised
+    by ``ci_local_run``, not by every test); killed at the session's end."""
     items = request.session.items
     if not any("ci_local_run" in getattr(item, "fixturenames", ()) for item in items):
         yield None
         return
     from tests.workflow.ci_run import CiRun
 
-    run = CiRun(tmp_path_factory.mktemp("ci_local"))
+    try:
+        run = CiRun(tmp_path_factory.mktemp("ci_local"))
+    except Exception as err:  # noqa: BLE001 - only the tests that read the run may fail for it
+        yield err
+        return
     yield run
     run.stop()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from fractions import Fraction
 from pathlib import Path
 
 from gc2po.testbed.generator import CueConfig, Problem, generate_splits
@@ -19,7 +20,8 @@ def with_cued_share(records: list[dict], share: float, seed: int = 0) -> list[di
         raise ValueError(f"testbed.rl_cued_share: must be a number in [0, 1), got {share!r}")
     uncued = [r for r in records if r["meta"].get("cue") is None]
     cued = [r for r in records if r["meta"].get("cue") is not None]
-    keep = min(len(cued), int(share * len(uncued) / (1 - share)))
+    exact = Fraction(str(share))  # 0.2 is 1/5: a float product can land just below an integer
+    keep = min(len(cued), int(exact * len(uncued) / (1 - exact)))
     out = uncued + cued[:keep]
     random.Random(seed).shuffle(out)
     return out

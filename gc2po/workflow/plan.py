@@ -130,6 +130,24 @@ def base_models(config: dict) -> dict:
     return {"testbed": {"source": "warm_start", "train_data": "train_rl" if cut else "train"}}
 
 
+def _check_rl_cued_share(config: dict, where: str) -> None:
+    """``testbed.rl_cued_share`` writes train_rl.jsonl; base models that name their own training
+    set would silently ignore it, and one naming train_rl without it would find no file."""
+    cut = (config.get("testbed") or {}).get("rl_cued_share") is not None
+    if config.get("mode") != "testbed" or not config.get("base_models"):
+        return
+    for label, spec in config["base_models"].items():
+        if spec.get("source") != "warm_start":
+            continue
+        allowed = ["train_rl"] if cut else ["train"]
+        if spec.get("train_data") not in allowed:
+            hint = " (testbed.rl_cued_share is set)" if cut else ""
+            raise ValueError(
+                f"{where}: base_models.{label}.train_data: must be {allowed[0]!r}{hint}, "
+                f"got {spec.get('train_data')!r}"
+            )
+
+
 def ablation_bases(config: dict) -> list[str]:
     bases = list(base_models(config))
     chosen = config.get("ablation_bases") or bases[:1]
@@ -244,6 +262,7 @@ def validate(config: dict, where: str = "config") -> None:
     from gc2po.training.run_config import build_args
     from gc2po.workflow.launch import validate_launcher
 
+    _check_rl_cued_share(config, where)
     # method names (the registry imports torch: checked here, not while building the runs)
     _check_method_names(config.get("method_seeds") or {}, "method_seeds")
     for label, variant in (config.get("variants") or {}).items():

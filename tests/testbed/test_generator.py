@@ -215,18 +215,40 @@ def test_the_rl_train_split_keeps_every_uncued_problem_and_a_share_of_cued_ones(
     uncued = {r["id"] for r in read if "cue" not in r["meta"]}
     cued_kept = [r for r in cut if "cue" in r["meta"]]
     assert uncued <= {r["id"] for r in cut}  # every uncued problem stays
-    assert len(cued_kept) == int(0.2 * len(uncued) / 0.8)  # a fifth of the cut is cued
+    assert len(cued_kept) == len(uncued) // 4  # a fifth of the cut is cued: 1 cued per 4 uncued
     assert {r["id"] for r in cut} <= {r["id"] for r in read}  # a subset of the train split
     assert manifest["rl_cued_share"] == 0.2
     assert manifest["splits"]["train_rl"]["count"] == len(cut)
     assert manifest["splits"]["train"]["count"] == 400  # the warm start's split is whole
 
 
-def test_without_a_share_no_rl_train_split_is_written(tmp_path):
+def test_without_a_share_no_rl_train_split_is_written_and_the_others_are_the_same(tmp_path):
     from gc2po.testbed.data import write_splits
 
-    manifest = write_splits({"train": 50}, 0, tmp_path, {"frac": 0.5, "accuracy": 0.9})
-    assert not (tmp_path / "train_rl.jsonl").exists() and "train_rl" not in manifest["splits"]
+    cue = {"frac": 0.5, "accuracy": 0.9}
+    manifest = write_splits({"train": 50, "test_id": 10}, 0, tmp_path / "a", cue)
+    assert not (tmp_path / "a" / "train_rl.jsonl").exists()
+    assert "train_rl" not in manifest["splits"]
+    write_splits({"train": 50, "test_id": 10}, 0, tmp_path / "b", cue, 0.2)
+    write_splits({"train": 50, "test_id": 10}, 0, tmp_path / "c", cue, 0.2)
+    for split in ("train", "test_id"):  # the share changes no split's file
+        assert (tmp_path / "a" / f"{split}.jsonl").read_bytes() == (
+            tmp_path / "b" / f"{split}.jsonl"
+        ).read_bytes()
+    # the cut is a pure function of the config
+    assert (tmp_path / "b" / "train_rl.jsonl").read_bytes() == (
+        tmp_path / "c" / "train_rl.jsonl"
+    ).read_bytes()
+
+
+@pytest.mark.parametrize("uncued", [172, 1495])
+def test_the_cut_counts_exactly_where_floats_round_down(uncued):
+    from gc2po.testbed.data import with_cued_share
+
+    records = [{"id": i, "meta": {}} for i in range(uncued)]
+    records += [{"id": -1 - i, "meta": {"cue": 3}} for i in range(uncued)]
+    # 0.2 * 172 / 0.8 is 42.99999... in floats; a fifth cued is 1 cued per 4 uncued: 43
+    assert sum("cue" in r["meta"] for r in with_cued_share(records, 0.2)) == uncued // 4
 
 
 @pytest.mark.parametrize("share", [1.0, -0.1, True, "0.2"])

@@ -37,12 +37,14 @@ class CiRun:
         self.command = snakemake_command(ROOT, self.work, configfiles=list(CI_CONFIG[1:]))
         self._stdout, self._stderr = base / "stdout.txt", base / "stderr.txt"
         with open(self._stdout, "wb") as out, open(self._stderr, "wb") as err:
-            # its own process group: stop() ends Snakemake and the jobs it started
+            # its own process group (stop() ends Snakemake and the jobs it started) but the
+            # session's own session: a new session would get its own autogroup, whose share of
+            # the CPU the scheduler splits evenly with the tests' whatever the nice value
             self.process = subprocess.Popen(
                 self.command,
                 stdout=out,
                 stderr=err,
-                start_new_session=True,
+                process_group=0,
                 preexec_fn=lambda: os.nice(BACKGROUND_NICE),
             )
         self._result: subprocess.CompletedProcess | None = None
@@ -55,7 +57,7 @@ class CiRun:
             self._restore_priority()
             try:
                 returncode = self.process.wait(timeout=CI_RUN_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
+            except BaseException:  # the bound, a test timeout or Ctrl-C: nothing left running
                 self.stop()
                 raise
             self._result = subprocess.CompletedProcess(
@@ -64,14 +66,13 @@ class CiRun:
         return self._result
 
     def stop(self) -> None:
-        """Kill the run's process group if Snakemake still runs (a session that ends before a
-        test waited for it, or a timeout)."""
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
+        """Kill the run's process group (a session that ends before a test waited for it, or a
+        timeout), jobs that outlived Snakemake included."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:  # nothing of it is left
+            pass
+        self.process.wait()
 
     def _restore_priority(self) -> None:
         """Snakemake and its running jobs back to the session's nice value, thread by thread:

@@ -27,5 +27,11 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def ci_local_run(ci_run_in_background, tmp_path_factory):
     """(work folder, finished process) of `snakemake --cores 2` with the ci overlay."""
+    if isinstance(ci_run_in_background, Exception):
+        raise ci_run_in_background
     run = ci_run_in_background or CiRun(tmp_path_factory.mktemp("ci_local"))
-    return run.work, run.result()
+    try:
+        return run.work, run.result()
+    finally:
+        if run is not ci_run_in_background:
+            run.stop()  # a run started here has no other teardown

@@ -292,3 +292,21 @@ def test_the_recipe_overlay_trains_rl_on_the_cut_split_and_the_warm_start_on_the
     assert {job.train_data for job in default_jobs} == {"resources/testbed/data/train.jsonl"}
     warm_start = (ROOT / "workflow/rules/data.smk").read_text().split("rule warm_start:")[1]
     assert 'train=f"{RES}/data/train.jsonl"' in warm_start.split("output:")[0]
+
+
+@pytest.mark.parametrize(
+    ("overlay", "message"),
+    [
+        (
+            "config/testbed_recipe.yaml",
+            "must be 'train_rl' (testbed.rl_cued_share is set), got 'train'",
+        ),
+        (None, "must be 'train', got 'train_rl'"),
+    ],
+)
+def test_base_models_that_ignore_or_miss_the_rl_cut_are_refused(overlay, message):
+    config = load_config([ROOT / "config/config.yaml"] + ([ROOT / overlay] if overlay else []))
+    name = "train" if overlay else "train_rl"
+    config["base_models"] = {"testbed": {"source": "warm_start", "train_data": name}}
+    with pytest.raises(ValueError, match=re.escape(f"base_models.testbed.train_data: {message}")):
+        validate(config)

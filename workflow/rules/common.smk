@@ -92,8 +92,9 @@ def eval_model_input(wildcards):
 
 
 def eval_train_input(wildcards):
-    """The base model's training set, for the testbed splits' chance levels (testbed only)."""
-    return train_data_file(wildcards) if TESTBED else []
+    """The testbed's whole train split, for the splits' chance levels (testbed only): the split
+    `gc2po eval` reads beside a test split, whatever share of it the RL runs train on."""
+    return f"{RES}/data/train.jsonl" if TESTBED else []
 
 
 def eval_model_path(wildcards):

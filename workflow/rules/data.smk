@@ -3,15 +3,19 @@
 # train/test decontamination check that every training job depends on.
 
 TRAINING_SETS = sorted({spec["train_data"] for spec in BASE_MODELS.values()})
+# the sets checked against the test splits: a testbed's warm start trains on the whole train split
+CHECKED_SETS = sorted(set(TRAINING_SETS) | ({"train"} if TESTBED else set()))
 # local mirrors: a relative path is read from the repository (the Snakefile's folder)
 LOCAL_SOURCES = {key: os.path.join(workflow.basedir, spec["path"]) for key, spec in DATASETS.items() if spec.get("path")}
 
 
 if TESTBED:
+    # testbed.rl_cued_share: the RL runs' cut of the train split (gc2po.testbed.data.RL_TRAIN)
+    RL_TRAIN_SPLIT = ["train_rl"] if config["testbed"].get("rl_cued_share") is not None else []
 
     rule testbed_data:
         output:
-            expand(f"{RES}/data/{{split}}.jsonl", split=["train"] + BENCHMARKS + [s for s in TRAINING_SETS if s != "train"]),
+            expand(f"{RES}/data/{{split}}.jsonl", split=["train"] + BENCHMARKS + RL_TRAIN_SPLIT),
             manifest=f"{RES}/data/manifest.json",
         params:
             sizes=config["testbed"]["sizes"],
@@ -109,12 +113,12 @@ else:
 
 rule decontaminate:
     input:
-        training=expand(f"{RES}/data/{{name}}.jsonl", name=TRAINING_SETS),
+        training=expand(f"{RES}/data/{{name}}.jsonl", name=CHECKED_SETS),
         evaluation=expand(f"{RES}/data/{{name}}.jsonl", name=BENCHMARKS),
     output:
         report=f"{RES}/data/decontamination.json",
     params:
-        training=TRAINING_SETS,
+        training=CHECKED_SETS,
         evaluation=BENCHMARKS,
     log:
         f"logs/{NAME}/decontaminate.log",
