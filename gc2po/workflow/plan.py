@@ -121,29 +121,31 @@ class TrainingJob:
         return run
 
 
+def testbed_train_set(config: dict) -> str:
+    """The testbed RL runs' training set: train_rl (the train split cut to
+    ``testbed.rl_cued_share`` cued problems) when that is set, else the train split."""
+    from gc2po.testbed.data import RL_TRAIN
+
+    return RL_TRAIN if (config.get("testbed") or {}).get("rl_cued_share") is not None else "train"
+
+
 def base_models(config: dict) -> dict:
-    """label -> base model; a testbed trains its RL runs on train_rl (the train split cut to
-    ``testbed.rl_cued_share`` cued problems) when that is set."""
-    if config.get("base_models"):
-        return config["base_models"]
-    cut = (config.get("testbed") or {}).get("rl_cued_share") is not None
-    return {"testbed": {"source": "warm_start", "train_data": "train_rl" if cut else "train"}}
+    return config.get("base_models") or {
+        "testbed": {"source": "warm_start", "train_data": testbed_train_set(config)}
+    }
 
 
 def _check_rl_cued_share(config: dict, where: str) -> None:
     """``testbed.rl_cued_share`` writes train_rl.jsonl; base models that name their own training
     set would silently ignore it, and one naming train_rl without it would find no file."""
-    cut = (config.get("testbed") or {}).get("rl_cued_share") is not None
     if config.get("mode") != "testbed" or not config.get("base_models"):
         return
+    expected = testbed_train_set(config)
     for label, spec in config["base_models"].items():
-        if spec.get("source") != "warm_start":
-            continue
-        allowed = ["train_rl"] if cut else ["train"]
-        if spec.get("train_data") not in allowed:
-            hint = " (testbed.rl_cued_share is set)" if cut else ""
+        if spec.get("source") == "warm_start" and spec.get("train_data") != expected:
+            hint = " (testbed.rl_cued_share is set)" if expected != "train" else ""
             raise ValueError(
-                f"{where}: base_models.{label}.train_data: must be {allowed[0]!r}{hint}, "
+                f"{where}: base_models.{label}.train_data: must be {expected!r}{hint}, "
                 f"got {spec.get('train_data')!r}"
             )
 

@@ -10,8 +10,8 @@ LOCAL_SOURCES = {key: os.path.join(workflow.basedir, spec["path"]) for key, spec
 
 
 if TESTBED:
-    # testbed.rl_cued_share: the RL runs' cut of the train split (gc2po.testbed.data.RL_TRAIN)
-    RL_TRAIN_SPLIT = ["train_rl"] if config["testbed"].get("rl_cued_share") is not None else []
+    # testbed.rl_cued_share: the RL runs' cut of the train split (train_rl.jsonl), if set
+    RL_TRAIN_SPLIT = [name for name in [plan.testbed_train_set(config)] if name != "train"]
 
     rule testbed_data:
         output:
