@@ -3,7 +3,10 @@ a run config for its steps with a deterministic "generation" (each completion a 
 row's place in the generation batch, so one and two processes see the same batch) and dumps,
 per process and step, the rows and the advantages the loss used.
 
-    python tests/training/distributed_helper.py RUN_YAML DUMP_DIR
+    python tests/training/distributed_helper.py RUN_YAML DUMP_DIR [RUN_YAML DUMP_DIR ...]
+
+Several runs train one after the other in the same processes: each launch costs the processes'
+start-up (torch, transformers and TRL imports, the gloo group) once for all of them.
 """
 
 from __future__ import annotations
@@ -103,7 +106,11 @@ def main(run_path: str, dump_dir: str):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    pairs = sys.argv[1:]
+    if not pairs or len(pairs) % 2:
+        sys.exit(f"usage: {sys.argv[0]} RUN_YAML DUMP_DIR [RUN_YAML DUMP_DIR ...]; got {pairs}")
+    for run_path, dump_dir in zip(pairs[::2], pairs[1::2]):
+        main(run_path, dump_dir)
     # end as `gc2po train` does under accelerate launch: the interpreter's teardown can abort on a
     # gloo thread's last release (pytorch#190489, docs/measurements.md)
     exit_launched_process(0)

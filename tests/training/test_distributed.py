@@ -79,19 +79,30 @@ def by_row(dump_dir: Path) -> dict[int, dict[int, tuple]]:
     return table
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("method", ["gc2po", "gc2po_add", "grpo"])
-def test_accelerate_two_processes_with_a_split_group_equal_one_process(
-    method, tiny_model_dir, testbed_train_file, tmp_path
-):
+METHODS = ["gc2po", "gc2po_add", "grpo"]
+
+
+@pytest.fixture(scope="module")
+def split_and_whole(tiny_model_dir, testbed_train_file, tmp_path_factory) -> Path:
+    """Every method trained by two processes (per_device 2: each group of K=4 split across the
+    ranks) and by one (per_device 4), in one launch each; the folder with their runs and dumps."""
+    work = tmp_path_factory.mktemp("distributed")
     helper = str(ROOT / "tests" / "training" / "distributed_helper.py")
-    two = write_run(
-        tmp_path, "two", tiny_model_dir, testbed_train_file, method, per_device=2
-    )  # K=4 over 2 ranks
-    one = write_run(tmp_path, "one", tiny_model_dir, testbed_train_file, method, per_device=4)
-    launch(2, helper, str(two), str(tmp_path / "dump_two"))
-    launch(1, helper, str(one), str(tmp_path / "dump_one"))
-    split, whole = by_row(tmp_path / "dump_two"), by_row(tmp_path / "dump_one")
+    for processes, per_device in ((2, 2), (1, 4)):
+        pairs = []
+        for method in METHODS:
+            name = f"{method}_{processes}"
+            run = write_run(work, name, tiny_model_dir, testbed_train_file, method, per_device)
+            pairs += [str(run), str(work / f"dump_{name}")]
+        launch(processes, helper, *pairs)
+    return work
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", METHODS)
+def test_accelerate_two_processes_with_a_split_group_equal_one_process(method, split_and_whole):
+    work = split_and_whole
+    split, whole = by_row(work / f"dump_{method}_2"), by_row(work / f"dump_{method}_1")
     assert sorted(split) == sorted(whole) == [0, 1]
     for step in whole:
         assert sorted(split[step]) == sorted(whole[step]) == [0, 1, 2, 3]
@@ -99,7 +110,7 @@ def test_accelerate_two_processes_with_a_split_group_equal_one_process(
             assert torch.equal(split[step][row][0], ids)  # the same batch
             torch.testing.assert_close(split[step][row][1], adv, atol=1e-6, rtol=0)
         assert any(a.abs().sum() > 0 for _, a in whole[step].values())
-    out = tmp_path / "two"  # rank 0 alone wrote checkpoints, metrics and the final model
+    out = work / f"{method}_2"  # rank 0 alone wrote checkpoints, metrics and the final model
     assert sorted(p.name for p in out.iterdir()) == [
         "README.md",
         "checkpoint-1",
