@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,6 +128,20 @@ def testbed_train_set(config: dict) -> str:
     from gc2po.testbed.data import RL_TRAIN
 
     return RL_TRAIN if (config.get("testbed") or {}).get("rl_cued_share") is not None else "train"
+
+
+# The warm start's time limit (a SLURM job's `runtime`, minutes) per 8 epochs begun: the default's
+# 8 epochs took 3 min 14 s on 2 cores (docs/measurements.md), the rest is room for slower nodes.
+WARM_START_MINUTES_PER_8_EPOCHS = 15
+
+
+def warm_start_runtime(config: dict) -> int:
+    """Minutes the testbed's warm start may run: 15 per 8 epochs begun (32 epochs: 60)."""
+    from gc2po.testbed.warmstart import WarmStartConfig
+
+    settings = (config.get("testbed") or {}).get("warm_start") or {}
+    epochs = WarmStartConfig.from_mapping(settings, "testbed.warm_start").epochs
+    return WARM_START_MINUTES_PER_8_EPOCHS * max(1, math.ceil(epochs / 8))
 
 
 def base_models(config: dict) -> dict:

@@ -16,7 +16,7 @@ from gc2po.core.perturbations import spec_from_fields
 from gc2po.methods import METHODS
 from gc2po.training.run_config import build_args
 from gc2po.workflow.config_schema import load_schema
-from gc2po.workflow.plan import load_config, training_jobs, validate
+from gc2po.workflow.plan import load_config, training_jobs, validate, warm_start_runtime
 from gc2po.workflow.plan_summary import memory_plan, run_summary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -292,6 +292,21 @@ def test_the_recipe_overlay_trains_rl_on_the_cut_split_and_the_warm_start_on_the
     assert {job.train_data for job in default_jobs} == {"resources/testbed/data/train.jsonl"}
     warm_start = (ROOT / "workflow/rules/data.smk").read_text().split("rule warm_start:")[1]
     assert 'train=f"{RES}/data/train.jsonl"' in warm_start.split("output:")[0]
+
+
+@pytest.mark.parametrize(
+    ("overlay", "minutes"),
+    [(None, 15), ("config/testbed_recipe.yaml", 30), ("config/testbed_warm32.yaml", 60)],
+)
+def test_the_warm_starts_time_limit_grows_with_its_epochs(overlay, minutes):
+    config = load_config([ROOT / "config/config.yaml", *([ROOT / overlay] if overlay else [])])
+    assert warm_start_runtime(config) == minutes
+    assert warm_start_runtime({"testbed": {"warm_start": {"epochs": 8.5}}}) == 30  # 8 begun twice
+    assert warm_start_runtime({"testbed": {"warm_start": {"epochs": 1}}}) == 15
+    with pytest.raises(ValueError, match=r"testbed\.warm_start: unknown key 'epoch'"):
+        warm_start_runtime({"testbed": {"warm_start": {"epoch": 32}}})
+    warm_start = (ROOT / "workflow/rules/data.smk").read_text().split("rule warm_start:")[1]
+    assert "runtime=plan.warm_start_runtime(config)" in warm_start.split("script:")[0]
 
 
 @pytest.mark.parametrize(

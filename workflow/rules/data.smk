@@ -49,7 +49,7 @@ if TESTBED:
         threads: 2
         resources:
             mem_mb=4000,
-            runtime=15,
+            runtime=plan.warm_start_runtime(config),  # grows with the epochs
         script:
             "../scripts/warm_start.py"
 
