@@ -299,7 +299,7 @@ def test_the_recipe_overlay_trains_rl_on_the_cut_split_and_the_warm_start_on_the
     [(None, 15), ("config/testbed_recipe.yaml", 30), ("config/testbed_warm32.yaml", 60)],
 )
 def test_the_warm_starts_time_limit_grows_with_its_epochs(overlay, minutes):
-    config = load_config([ROOT / "config/config.yaml", *([ROOT / overlay] if overlay else [])])
+    config = load_config([ROOT / "config/config.yaml"] + ([ROOT / overlay] if overlay else []))
     assert warm_start_runtime(config) == minutes
     assert warm_start_runtime({"testbed": {"warm_start": {"epochs": 8.5}}}) == 30  # 8 begun twice
     assert warm_start_runtime({"testbed": {"warm_start": {"epochs": 1}}}) == 15
