@@ -14,6 +14,11 @@ fields over the default config's) is trained first into ``OUT/warm_start`` from 
 Each line printed is one seed: ``seed s: base uncued X, run uncued Y (Y - X), cued, copy``.
 With ``--every K`` the run keeps a checkpoint every K steps and each is evaluated too (a learning
 curve), one line each before the seed's line: ``seed s step k: uncued Y (Y - X), cued, copy``.
+With ``--greedy`` the base and the run are also decoded greedily (n = 1, temperature 0), a
+second line per seed: ``seed s greedy: base uncued X, run uncued Y (Y - X); cued``: the gain
+that is not a sharper sampling distribution. With ``--reuse`` a seed whose ``OUT/seed<s>/final``
+exists is evaluated without training again, and an existing ``OUT/warm_start`` is kept (the
+command that made them, plus ``--reuse``, re-evaluates a finished search).
 """
 
 from __future__ import annotations
@@ -71,12 +76,16 @@ def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def evaluate(model: str, test: list[dict], seed: int, n: int) -> dict:
+def evaluate(model: str, test: list[dict], seed: int, n: int, greedy: bool = False) -> dict:
     from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
     from gc2po.evaluation.run import generate_and_grade
 
     backend = TransformersBackend.from_pretrained(model, batch_size=128)
-    sampling = SamplingConfig(n=n, temperature=1.0, top_p=1.0, max_new_tokens=96, seed=seed)
+    sampling = (
+        SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=96, seed=seed)
+        if greedy
+        else SamplingConfig(n=n, temperature=1.0, top_p=1.0, max_new_tokens=96, seed=seed)
+    )
     _, samples = generate_and_grade(backend, test, "testbed", sampling)
     cued = {r["id"]: r["meta"].get("cue") is not None for r in test}
     right = {True: [], False: []}
@@ -111,6 +120,12 @@ def main() -> None:
     parser.add_argument(
         "--every", type=int, help="also evaluate a checkpoint every this many steps (a curve)"
     )
+    parser.add_argument(
+        "--greedy", action="store_true", help="also evaluate base and run greedily (a 2nd line)"
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep an existing OUT/warm_start and OUT/seed*/final"
+    )
     args = parser.parse_args()
     if args.every is not None and args.every < 1:
         raise SystemExit(f"--every must be a positive number of steps, got {args.every}")
@@ -125,7 +140,10 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     records = read_jsonl(args.data)
     model = args.model
-    if args.warm_start:
+    if args.warm_start and args.reuse and (out / "warm_start" / "model.safetensors").exists():
+        model = str(out / "warm_start")
+        print(f"warm start {json.loads(args.warm_start)}: reused {model}")
+    elif args.warm_start:
         from gc2po.testbed.generator import Problem
         from gc2po.testbed.warmstart import WarmStartConfig, warm_start
 
@@ -158,14 +176,13 @@ def main() -> None:
             "overwrite": True,
             "trainer": trainer,
         }
-        (out / f"run{seed}.yaml").write_text(yaml.safe_dump(run))
-        done = subprocess.run(
-            [sys.executable, "-m", "gc2po.cli", "train", "--config", str(out / f"run{seed}.yaml")],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode:
-            sys.exit(f"seed {seed}: gc2po train failed:\n{done.stderr[-2000:]}")
+        trained_before = args.reuse and (run_dir / "final" / "model.safetensors").exists()
+        if not trained_before:
+            (out / f"run{seed}.yaml").write_text(yaml.safe_dump(run))
+            command = ["-m", "gc2po.cli", "train", "--config", str(out / f"run{seed}.yaml")]
+            done = subprocess.run([sys.executable, *command], capture_output=True, text=True)
+            if done.returncode:
+                sys.exit(f"seed {seed}: gc2po train failed:\n{done.stderr[-2000:]}")
         base = evaluate(model, test, seed, args.n)
         if args.every:
             for step, folder in checkpoints(run_dir):
@@ -180,8 +197,18 @@ def main() -> None:
         print(
             f"seed {seed}: base uncued {base['uncued']:.1f}, run uncued {trained['uncued']:.1f} "
             f"({trained['uncued'] - base['uncued']:+.1f}); cued {base['cued']:.1f} -> "
-            f"{trained['cued']:.1f}; copy {base['copy']:.1f} -> {trained['copy']:.1f}"
+            f"{trained['cued']:.1f}; copy {base['copy']:.1f} -> {trained['copy']:.1f}",
+            flush=True,
         )
+        if args.greedy:
+            base = evaluate(model, test, seed, 1, greedy=True)
+            trained = evaluate(str(run_dir / "final"), test, seed, 1, greedy=True)
+            print(
+                f"seed {seed} greedy: base uncued {base['uncued']:.1f}, run uncued "
+                f"{trained['uncued']:.1f} ({trained['uncued'] - base['uncued']:+.1f}); cued "
+                f"{base['cued']:.1f} -> {trained['cued']:.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from gc2po.models.build import build_causal_lm, train_tokenizer
 from gc2po.testbed.generator import Problem, solution_text
 
 LOG_EVERY = 50  # steps between logged mean losses
+BUCKET_BATCHES = 16  # batches per length-sorted chunk (length_buckets)
 
 
 @dataclass
@@ -47,6 +48,11 @@ class WarmStartConfig:
     warmup_frac: float = 0.05
     weight_decay: float = 0.01
     num_threads: int = 2  # torch CPU threads: part of the result (float sums depend on the split)
+    # batches of similar lengths (length_buckets): each epoch's shuffled examples are cut into
+    # chunks of BUCKET_BATCHES batches and sorted by length within a chunk, the epoch's batches
+    # then shuffled. The same examples per epoch, about a third fewer padded tokens per step
+    # (docs/measurements.md, "Testbed warm start"); false keeps the Trainer's random batches
+    length_buckets: bool = False
     seed: int = 0
 
     @classmethod
@@ -58,12 +64,12 @@ class WarmStartConfig:
             if key not in fields:
                 raise ValueError(f"{where}: unknown key {key!r}; valid: {sorted(fields)}")
             expected = type(fields[key].default)
-            ok = (
-                isinstance(value, (int, float))
-                if expected is float
-                else isinstance(value, expected)
-            )
-            if not ok or isinstance(value, bool):
+            if expected is bool:  # a bool field takes true/false only, no 0/1
+                ok = isinstance(value, bool)
+            else:  # and no other field takes a bool (bool is an int in Python)
+                numeric = (int, float) if expected is float else expected
+                ok = isinstance(value, numeric) and not isinstance(value, bool)
+            if not ok:
                 raise ValueError(f"{where}.{key}: must be {expected.__name__}, got {value!r}")
         return cls(**(values or {}))
 
@@ -134,13 +140,46 @@ def step_budget(num_examples: int, config: WarmStartConfig) -> int:
     return max(1, int(config.epochs * math.ceil(num_examples / config.batch_size)))
 
 
+def length_bucketed_batches(
+    lengths: list[int], batch_size: int, num_batches: int, seed: int
+) -> list[list[int]]:
+    """``num_batches`` batches of example indices, each of similar lengths.
+
+    Epoch by epoch: a fresh permutation of all examples, cut into chunks of
+    ``BUCKET_BATCHES * batch_size``, each chunk sorted by length and cut into batches (the
+    epoch's last batch may be short, as in the Trainer's own epochs), then the epoch's batches
+    shuffled so that the step order carries no length trend. Every example appears once per
+    epoch; the last epoch is cut at ``num_batches``. A pure function of its arguments.
+    """
+    if batch_size < 1 or num_batches < 1 or not lengths:
+        raise ValueError(
+            "length_bucketed_batches: needs examples, batch_size >= 1 and num_batches >= 1"
+        )
+    rng = random.Random(seed)
+    chunk = BUCKET_BATCHES * batch_size
+    batches: list[list[int]] = []
+    while len(batches) < num_batches:
+        order = list(range(len(lengths)))
+        rng.shuffle(order)
+        epoch = []
+        for start in range(0, len(order), chunk):
+            part = sorted(order[start : start + chunk], key=lambda i: (lengths[i], i))
+            epoch += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
+        rng.shuffle(epoch)
+        batches += epoch
+    return batches[:num_batches]
+
+
 def _training_args(scratch_dir: Path, total_steps: int, config: WarmStartConfig):
     from transformers import TrainingArguments
 
+    # length_buckets: each dataset item is one prebuilt batch, read in order
+    bucketed = {"train_sampling_strategy": "sequential"} if config.length_buckets else {}
     return TrainingArguments(
         output_dir=str(scratch_dir),
         max_steps=total_steps,
-        per_device_train_batch_size=config.batch_size,
+        per_device_train_batch_size=1 if config.length_buckets else config.batch_size,
+        **bucketed,
         learning_rate=config.lr,
         weight_decay=config.weight_decay,
         lr_scheduler_type="cosine",
@@ -208,11 +247,20 @@ def warm_start(
     with (
         tempfile.TemporaryDirectory() as scratch
     ):  # the Trainer's own folder; nothing of it is kept
+        if config.length_buckets:
+            order = length_bucketed_batches(
+                [len(ids) for ids, _ in examples], config.batch_size, total_steps, config.seed
+            )
+            dataset = [[examples[i] for i in batch] for batch in order]
+            collator = lambda items: collate(items[0], tokenizer.pad_token_id)  # noqa: E731
+        else:
+            dataset = examples
+            collator = lambda batch: collate(batch, tokenizer.pad_token_id)  # noqa: E731
         trainer = Trainer(
             model=model,
             args=_training_args(Path(scratch), total_steps, config),
-            train_dataset=examples,
-            data_collator=lambda batch: collate(batch, tokenizer.pad_token_id),
+            train_dataset=dataset,
+            data_collator=collator,
             callbacks=[_loss_logger(log, history)],
         )
         trainer.remove_callback(PrinterCallback)  # the loss logger above reports progress

@@ -70,3 +70,32 @@ def test_a_curve_step_below_one_is_refused(monkeypatch, tmp_path):
     )
     with pytest.raises(SystemExit, match="--every must be a positive number of steps, got 0"):
         recipe.main()
+
+
+@pytest.mark.slow
+def test_reuse_evaluates_a_finished_run_and_greedy_pairs_it(monkeypatch, tmp_path, capsys):
+    """A 'run' that is its base model, reused: no training, and both the sampled and the
+    greedy line show a difference of exactly zero (the same model, the same sampling seed)."""
+    import shutil
+
+    from gc2po.testbed.data import write_splits
+    from gc2po.testbed.generator import generate_splits
+    from gc2po.testbed.warmstart import WarmStartConfig, warm_start
+
+    write_splits({"train": 40, "test_id": 24}, 0, tmp_path / "data", {"frac": 0.5, "accuracy": 0.9})
+    base = tmp_path / "base"
+    tiny = WarmStartConfig(hidden_size=32, num_layers=1, num_heads=2, epochs=1, vocab_size=300)
+    warm_start(generate_splits({"train": 40}, 0)["train"], base, tiny, log=lambda *a: None)
+    shutil.copytree(base, tmp_path / "out" / "seed3" / "final")
+    argv = (
+        f"testbed_recipe.py --model {base} --data {tmp_path}/data/train.jsonl "
+        f"--test {tmp_path}/data/test_id.jsonl --out {tmp_path}/out --seeds 3 --n 2 "
+        "--greedy --reuse"
+    )
+    monkeypatch.setattr("sys.argv", argv.split())
+    recipe.main()
+    printed = capsys.readouterr().out.splitlines()
+    lines = [line for line in printed if line.startswith("seed")]  # not a library's warning
+    assert not (tmp_path / "out" / "run3.yaml").exists()  # nothing was trained
+    assert [line.split(":")[0] for line in lines] == ["seed 3", "seed 3 greedy"]
+    assert all("(+0.0)" in line for line in lines), lines

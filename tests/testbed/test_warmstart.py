@@ -1,7 +1,9 @@
 """The testbed warm start: SFT mix, a Hub-loadable model, and byte-identical model files from
 the same config on an idle and on a loaded machine."""
 
+import dataclasses
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gc2po.testbed.generator import generate_splits
 from gc2po.testbed.warmstart import WarmStartConfig, sft_pairs, warm_start
@@ -117,3 +121,79 @@ def test_copy_targets_only_where_a_cue_is():
     assert all(grade(p, s).p == 0 for p, (_, s) in zip(problems, pairs) if p in copies)
     with pytest.raises(ValueError, match="copy_frac"):
         WarmStartConfig(copy_frac=1.5)
+
+
+def test_length_buckets_by_hand():
+    from gc2po.testbed import warmstart
+
+    # 6 examples, batch 2, chunks of BUCKET_BATCHES * 2 >= 6: one chunk per epoch, sorted by
+    # length (ties by index), cut into [0, 3], [1, 4], [2, 5]; the epoch's batches shuffled
+    lengths = [5, 9, 7, 5, 9, 7]
+    batches = warmstart.length_bucketed_batches(lengths, 2, 5, seed=0)
+    assert len(batches) == 5
+    assert sorted(map(sorted, batches[:3])) == [[0, 3], [1, 4], [2, 5]]
+    assert all(len({lengths[i] for i in b}) == 1 for b in batches)  # no padding at all here
+    assert batches == warmstart.length_bucketed_batches(lengths, 2, 5, seed=0)  # pure
+    with pytest.raises(ValueError, match="length_bucketed_batches"):
+        warmstart.length_bucketed_batches([], 2, 5, seed=0)
+
+
+@given(
+    lengths=st.lists(st.integers(1, 200), min_size=1, max_size=300),
+    batch_size=st.integers(1, 40),
+    epochs=st.integers(1, 3),
+    seed=st.integers(0, 3),
+)
+@settings(max_examples=60, deadline=None)
+def test_length_buckets_cover_each_epoch_once_with_less_padding(lengths, batch_size, epochs, seed):
+    from gc2po.testbed.warmstart import BUCKET_BATCHES, length_bucketed_batches
+
+    per_epoch = math.ceil(len(lengths) / batch_size)
+    batches = length_bucketed_batches(lengths, batch_size, epochs * per_epoch, seed)
+    assert len(batches) == epochs * per_epoch
+    for e in range(epochs):  # every example exactly once per epoch, batches of batch_size
+        epoch = batches[e * per_epoch : (e + 1) * per_epoch]
+        assert sorted(i for b in epoch for i in b) == list(range(len(lengths)))
+        assert sum(len(b) < batch_size for b in epoch) <= math.ceil(
+            len(lengths) / (BUCKET_BATCHES * batch_size)
+        )  # only a chunk's last batch can be short
+    if len(lengths) <= BUCKET_BATCHES * batch_size:  # one chunk an epoch: its batches are
+        # consecutive runs of the sorted lengths, so no two batches' length ranges interleave
+        epoch = batches[:per_epoch]
+        ranges = sorted((min(lengths[i] for i in b), max(lengths[i] for i in b)) for b in epoch)
+        assert all(high <= next_low for (_, high), (next_low, _) in zip(ranges, ranges[1:]))
+
+
+def test_length_buckets_cut_the_padding_of_the_default_mix():
+    from gc2po.testbed.warmstart import length_bucketed_batches
+
+    problems = generate_splits({"train": 1000}, 0)["train"]
+    tokenizer_free = [len(p.question.split()) + 10 * len(p.steps) for p in problems]
+    batches = length_bucketed_batches(tokenizer_free, 32, 64, seed=0)
+    padded = sum(max(tokenizer_free[i] for i in b) * len(b) for b in batches)
+    real = sum(tokenizer_free[i] for b in batches for i in b)
+    assert padded / real < 1.05
+
+
+@pytest.mark.slow
+def test_bucketed_warm_start_trains_its_step_budget(tmp_path):
+    problems = generate_splits({"train": 70}, 0)["train"]
+    config = WarmStartConfig(
+        hidden_size=32,
+        num_layers=1,
+        num_heads=2,
+        epochs=2,
+        batch_size=16,
+        vocab_size=300,
+        length_buckets=True,
+    )
+    stats = warm_start(problems, tmp_path / "a", config, log=lambda *a: None)
+    assert stats["steps"] == stats["total_steps"] == 10  # 2 epochs x ceil(70 / 16)
+    assert math.isfinite(stats["final_loss"])
+    warm_start(problems, tmp_path / "b", config, log=lambda *a: None)
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (
+        tmp_path / "b" / "model.safetensors"
+    ).read_bytes()
+    random_batches = dataclasses.replace(config, length_buckets=False)
+    plain = warm_start(problems, tmp_path / "c", random_batches, log=lambda *a: None)
+    assert plain["steps"] == 10 and plain["final_loss"] != stats["final_loss"]
