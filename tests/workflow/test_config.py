@@ -296,7 +296,12 @@ def test_the_recipe_overlay_trains_rl_on_the_cut_split_and_the_warm_start_on_the
 
 @pytest.mark.parametrize(
     ("overlay", "minutes"),
-    [(None, 15), ("config/testbed_recipe.yaml", 30), ("config/testbed_warm32.yaml", 60)],
+    [
+        (None, 15),
+        ("config/testbed_recipe.yaml", 30),
+        ("config/testbed_warm32.yaml", 60),
+        ("config/testbed_warm32_seed1.yaml", 60),
+    ],
 )
 def test_the_warm_starts_time_limit_grows_with_its_epochs(overlay, minutes):
     config = load_config([ROOT / "config/config.yaml"] + ([ROOT / overlay] if overlay else []))
