@@ -330,3 +330,21 @@ def test_base_models_that_ignore_or_miss_the_rl_cut_are_refused(overlay, message
     config["base_models"] = {"testbed": {"source": "warm_start", "train_data": name}}
     with pytest.raises(ValueError, match=re.escape(f"base_models.testbed.train_data: {message}")):
         validate(config)
+
+
+def test_the_warm32_dose_response_shares_the_warm32_runs_recipe():
+    """config/testbed_warm32_doses.yaml writes into testbed_warm32's results folder: everything
+    that decides its data, warm start and runs must be that overlay's, only the sweep added."""
+    warm32 = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32.yaml"])
+    doses = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_doses.yaml"])
+    assert doses["name"] == warm32["name"]
+    for key in ("seeds", "testbed", "train", "evaluate", "methods", "base_models"):
+        assert doses.get(key) == warm32.get(key), key
+    shared = {job.output_dir: job for job in training_jobs(warm32)}
+    swept = {job.output_dir: job for job in training_jobs(doses)}
+    assert all(swept[out] == job for out, job in shared.items())  # the same runs, unchanged
+    assert sorted(set(swept) - set(shared)) == sorted(
+        f"results/testbed_warm32/runs/testbed/grpo_fxp_cf_signal_rho_{rho}/seed{seed}"
+        for rho in ("0.15", "0.3", "0.6", "1.0")
+        for seed in range(5)
+    )
