@@ -81,10 +81,12 @@ def evaluate(model: str, test: list[dict], seed: int, n: int, greedy: bool = Fal
     from gc2po.evaluation.run import generate_and_grade
 
     backend = TransformersBackend.from_pretrained(model, batch_size=128)
-    sampling = (
-        SamplingConfig(n=1, temperature=0.0, top_p=1.0, max_new_tokens=96, seed=seed)
-        if greedy
-        else SamplingConfig(n=n, temperature=1.0, top_p=1.0, max_new_tokens=96, seed=seed)
+    sampling = SamplingConfig(  # greedy: one decode per problem at temperature 0
+        n=1 if greedy else n,
+        temperature=0.0 if greedy else 1.0,
+        top_p=1.0,
+        max_new_tokens=96,
+        seed=seed,
     )
     _, samples = generate_and_grade(backend, test, "testbed", sampling)
     cued = {r["id"]: r["meta"].get("cue") is not None for r in test}

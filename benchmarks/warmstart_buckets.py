@@ -18,27 +18,28 @@ import time
 
 import yaml
 
-from gc2po.models.build import train_tokenizer
 from gc2po.testbed.data import read_split
 from gc2po.testbed.warmstart import (
     WarmStartConfig,
     encode_pairs,
     length_bucketed_batches,
     sft_pairs,
+    sft_tokenizer,
     warm_start,
 )
 
 
-def padded_share(problems, config: WarmStartConfig, steps: int) -> float:
+def example_lengths(problems, config: WarmStartConfig) -> list[int]:
+    """Token lengths of the warm start's SFT examples (the same for either batching)."""
+    pairs = sft_pairs(problems, config)
+    return [len(ids) for ids, _ in encode_pairs(sft_tokenizer(pairs, config), pairs)]
+
+
+def padded_share(lengths: list[int], config: WarmStartConfig, steps: int) -> float:
     """Padded tokens / real tokens - 1 over the run's batches (random batches: one shuffle per
     epoch, as the Trainer's sampler; the exact draw differs, the share does not by much)."""
     import random
 
-    pairs = sft_pairs(problems, config)
-    tokenizer = train_tokenizer(
-        [m[0]["content"] + " " + s for m, s in pairs], vocab_size=config.vocab_size
-    )
-    lengths = [len(ids) for ids, _ in encode_pairs(tokenizer, pairs)]
     if config.length_buckets:
         batches = length_bucketed_batches(lengths, config.batch_size, steps, config.seed)
     else:
@@ -63,17 +64,21 @@ def main():
     args = parser.parse_args()
     settings = yaml.safe_load(open(args.config))["testbed"]["warm_start"]
     problems = read_split(args.data)
+    configs = {}
+    for buckets in (False, True):
+        config = WarmStartConfig.from_mapping(
+            {**settings, "num_threads": args.threads, "length_buckets": buckets}
+        )
+        config.epochs = args.steps / math.ceil(len(problems) / config.batch_size)
+        configs[buckets] = config
+    lengths = example_lengths(problems, configs[False])
     for repeat in range(args.repeats):
-        for buckets in (False, True):
-            config = WarmStartConfig.from_mapping(
-                {**settings, "num_threads": args.threads, "length_buckets": buckets}
-            )
-            config.epochs = args.steps / math.ceil(len(problems) / config.batch_size)
+        for buckets, config in configs.items():
             with tempfile.TemporaryDirectory() as out:
                 start = time.perf_counter()
                 stats = warm_start(problems, out, config, log=lambda *a: None)
                 wall = time.perf_counter() - start
-            padding = 100 * padded_share(problems, config, stats["steps"])
+            padding = 100 * padded_share(lengths, config, stats["steps"])
             print(
                 f"repeat {repeat} length_buckets={buckets}: "
                 f"{stats['steps']} steps in {wall:.1f} s, padding {padding:.1f}% of real tokens, "

@@ -110,6 +110,13 @@ def sft_pairs(problems: list[Problem], config: WarmStartConfig) -> list[tuple[li
     return pairs
 
 
+def sft_tokenizer(pairs, config: WarmStartConfig):
+    """The warm start's tokenizer, trained on the SFT mix's questions and solutions."""
+    return train_tokenizer(
+        [m[0]["content"] + " " + s for m, s in pairs], vocab_size=config.vocab_size
+    )
+
+
 def encode_pairs(tokenizer, pairs) -> list[tuple[list[int], int]]:
     """Token ids of prompt + solution + EOS, and the prompt length (loss is on the rest)."""
     out = []
@@ -228,9 +235,7 @@ def warm_start(
     config = config or WarmStartConfig()
     torch.set_num_threads(config.num_threads)
     pairs = sft_pairs(problems, config)
-    tokenizer = train_tokenizer(
-        [m[0]["content"] + " " + s for m, s in pairs], vocab_size=config.vocab_size
-    )
+    tokenizer = sft_tokenizer(pairs, config)
     examples = encode_pairs(tokenizer, pairs)
     model = build_causal_lm(
         tokenizer,

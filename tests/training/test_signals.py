@@ -22,12 +22,11 @@ KINDS = ("correct", "slip", "shortcut", "copy")
 def testbed_tokenizer():
     """The warm start's kind of tokenizer (digits split, episode tags as tokens), trained on
     testbed solutions."""
-    from gc2po.models.build import train_tokenizer
-    from gc2po.testbed.warmstart import WarmStartConfig, sft_pairs
+    from gc2po.testbed.warmstart import WarmStartConfig, sft_pairs, sft_tokenizer
 
     problems = generate_splits({"train": 300}, seed=0)["train"]
-    pairs = sft_pairs(problems, WarmStartConfig())
-    return train_tokenizer([m[0]["content"] + " " + s for m, s in pairs], vocab_size=400)
+    config = WarmStartConfig()  # vocab_size 400
+    return sft_tokenizer(sft_pairs(problems, config), config)
 
 
 def completions(tokenizer, count=24, seed=0):
