@@ -332,19 +332,49 @@ def test_base_models_that_ignore_or_miss_the_rl_cut_are_refused(overlay, message
         validate(config)
 
 
-def test_the_warm32_dose_response_shares_the_warm32_runs_recipe():
-    """config/testbed_warm32_doses.yaml writes into testbed_warm32's results folder: everything
-    that decides its data, warm start and runs must be that overlay's, only the sweep added."""
+def _warm32_sweep_runs(overlay: str) -> list[str]:
+    """The runs an overlay that writes into testbed_warm32's results folder adds to that
+    overlay's, after checking that everything deciding its data, warm start and shared runs is
+    testbed_warm32's."""
     warm32 = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32.yaml"])
-    doses = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_doses.yaml"])
-    assert doses["name"] == warm32["name"]
+    other = load_config([ROOT / "config/config.yaml", ROOT / overlay])
+    assert other["name"] == warm32["name"]
     for key in ("seeds", "testbed", "train", "evaluate", "methods", "base_models"):
-        assert doses.get(key) == warm32.get(key), key
+        assert other.get(key) == warm32.get(key), key
     shared = {job.output_dir: job for job in training_jobs(warm32)}
-    swept = {job.output_dir: job for job in training_jobs(doses)}
+    swept = {job.output_dir: job for job in training_jobs(other)}
     assert all(swept[out] == job for out, job in shared.items())  # the same runs, unchanged
-    assert sorted(set(swept) - set(shared)) == sorted(
-        f"results/testbed_warm32/runs/testbed/grpo_fxp_cf_signal_rho_{rho}/seed{seed}"
-        for rho in ("0.15", "0.3", "0.6", "1.0")
+    return sorted(set(swept) - set(shared))
+
+
+def _sweep(run: str, key: str, values) -> list[str]:
+    return [
+        f"results/testbed_warm32/runs/testbed/{run}_{key}_{value}/seed{seed}"
+        for value in values
         for seed in range(5)
+    ]
+
+
+def test_the_warm32_dose_response_shares_the_warm32_runs_recipe():
+    """config/testbed_warm32_doses.yaml: the gated dose-response added, nothing else."""
+    assert _warm32_sweep_runs("config/testbed_warm32_doses.yaml") == sorted(
+        _sweep("grpo_fxp", "cf_signal_rho", ("0.15", "0.3", "0.6", "1.0"))
     )
+
+
+def test_the_warm32_study_keeps_the_dose_response_and_adds_the_additive_form():
+    """config/testbed_warm32_study.yaml: the gated dose-response's runs as the doses overlay
+    trains them, the additive one, and the lambda_cf sweep of both additive methods (0.8, the
+    default, included: its runs must repeat the unswept ones)."""
+    rhos, lambdas = ("0.15", "0.3", "0.6", "1.0"), ("0.14", "0.29", "0.43", "0.8")
+    assert _warm32_sweep_runs("config/testbed_warm32_study.yaml") == sorted(
+        _sweep("grpo_fxp", "cf_signal_rho", rhos)
+        + _sweep("gc2po_add_oracle", "cf_signal_rho", rhos)
+        + _sweep("gc2po_add_oracle", "lambda_cf", lambdas)
+        + _sweep("gc2po_add", "lambda_cf", lambdas)
+    )
+    doses = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_doses.yaml"])
+    study = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_study.yaml"])
+    dose_jobs = {job.output_dir: job for job in training_jobs(doses)}
+    assert all(job == dose_jobs[job.output_dir] for job in training_jobs(study)
+               if job.output_dir in dose_jobs)
