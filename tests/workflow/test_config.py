@@ -332,11 +332,10 @@ def test_base_models_that_ignore_or_miss_the_rl_cut_are_refused(overlay, message
         validate(config)
 
 
-def _warm32_sweep_runs(overlay: str) -> list[str]:
-    """The runs an overlay that writes into testbed_warm32's results folder adds to that
-    overlay's, after checking that everything deciding its data, warm start and shared runs is
-    testbed_warm32's."""
-    warm32 = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32.yaml"])
+def _warm32_sweep_runs(overlay: str, base: str = "config/testbed_warm32.yaml") -> list[str]:
+    """The runs an overlay that writes into ``base``'s results folder adds to that overlay's,
+    after checking that everything deciding its data, warm start and shared runs is ``base``'s."""
+    warm32 = load_config([ROOT / "config/config.yaml", ROOT / base])
     other = load_config([ROOT / "config/config.yaml", ROOT / overlay])
     assert other["name"] == warm32["name"]
     for key in ("seeds", "testbed", "train", "evaluate", "methods", "base_models"):
@@ -347,9 +346,9 @@ def _warm32_sweep_runs(overlay: str) -> list[str]:
     return sorted(set(swept) - set(shared))
 
 
-def _sweep(run: str, key: str, values) -> list[str]:
+def _sweep(run: str, key: str, values, name: str = "testbed_warm32") -> list[str]:
     return [
-        f"results/testbed_warm32/runs/testbed/{run}_{key}_{value}/seed{seed}"
+        f"results/{name}/runs/testbed/{run}_{key}_{value}/seed{seed}"
         for value in values
         for seed in range(5)
     ]
@@ -378,3 +377,18 @@ def test_the_warm32_study_keeps_the_dose_response_and_adds_the_additive_form():
     dose_jobs = {job.output_dir: job for job in training_jobs(doses)}
     assert all(job == dose_jobs[job.output_dir] for job in training_jobs(study)
                if job.output_dir in dose_jobs)
+
+
+def test_the_second_testbeds_additive_points_keep_its_recipe():
+    """config/testbed_warm32_seed1_additive.yaml: config/testbed_warm32_seed1.yaml's runs
+    unchanged, plus the plain-oracle additive control at lambda_cf 0.8 (rho 1.0) and at that
+    testbed's lambda* (0.25), and the corrected GC2PO on R_cf at lambda*."""
+    name = "testbed_warm32_seed1"
+    added = _warm32_sweep_runs(
+        "config/testbed_warm32_seed1_additive.yaml", base="config/testbed_warm32_seed1.yaml"
+    )
+    assert added == sorted(
+        _sweep("gc2po_add_oracle", "cf_signal_rho", ("1.0",), name)
+        + _sweep("gc2po_add_oracle", "lambda_cf", ("0.25",), name)
+        + _sweep("gc2po_add", "lambda_cf", ("0.25",), name)
+    )
