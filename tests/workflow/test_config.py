@@ -375,8 +375,11 @@ def test_the_warm32_study_keeps_the_dose_response_and_adds_the_additive_form():
     doses = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_doses.yaml"])
     study = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_study.yaml"])
     dose_jobs = {job.output_dir: job for job in training_jobs(doses)}
-    assert all(job == dose_jobs[job.output_dir] for job in training_jobs(study)
-               if job.output_dir in dose_jobs)
+    assert all(
+        job == dose_jobs[job.output_dir]
+        for job in training_jobs(study)
+        if job.output_dir in dose_jobs
+    )
 
 
 def test_the_second_testbeds_additive_points_keep_its_recipe():
