@@ -332,16 +332,20 @@ def test_base_models_that_ignore_or_miss_the_rl_cut_are_refused(overlay, message
         validate(config)
 
 
+def _training_jobs_by_dir(overlay: str) -> tuple[dict, dict]:
+    """``overlay`` after config/config.yaml: the config and its training jobs by output folder."""
+    config = load_config([ROOT / "config/config.yaml", ROOT / overlay])
+    return config, {job.output_dir: job for job in training_jobs(config)}
+
+
 def _warm32_sweep_runs(overlay: str, base: str = "config/testbed_warm32.yaml") -> list[str]:
     """The runs an overlay that writes into ``base``'s results folder adds to that overlay's,
     after checking that everything deciding its data, warm start and shared runs is ``base``'s."""
-    warm32 = load_config([ROOT / "config/config.yaml", ROOT / base])
-    other = load_config([ROOT / "config/config.yaml", ROOT / overlay])
-    assert other["name"] == warm32["name"]
+    base_config, shared = _training_jobs_by_dir(base)
+    other, swept = _training_jobs_by_dir(overlay)
+    assert other["name"] == base_config["name"]
     for key in ("seeds", "testbed", "train", "evaluate", "methods", "base_models"):
-        assert other.get(key) == warm32.get(key), key
-    shared = {job.output_dir: job for job in training_jobs(warm32)}
-    swept = {job.output_dir: job for job in training_jobs(other)}
+        assert other.get(key) == base_config.get(key), key
     assert all(swept[out] == job for out, job in shared.items())  # the same runs, unchanged
     return sorted(set(swept) - set(shared))
 
@@ -372,14 +376,10 @@ def test_the_warm32_study_keeps_the_dose_response_and_adds_the_additive_form():
         + _sweep("gc2po_add_oracle", "lambda_cf", lambdas)
         + _sweep("gc2po_add", "lambda_cf", lambdas)
     )
-    doses = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_doses.yaml"])
-    study = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_study.yaml"])
-    study_jobs = {job.output_dir: job for job in training_jobs(study)}
+    _, dose_jobs = _training_jobs_by_dir("config/testbed_warm32_doses.yaml")
+    _, study_jobs = _training_jobs_by_dir("config/testbed_warm32_study.yaml")
     # every run of the doses overlay is one of the study's, with the same settings
-    assert all(
-        study_jobs.get(out) == job
-        for out, job in {j.output_dir: j for j in training_jobs(doses)}.items()
-    )
+    assert all(study_jobs.get(out) == job for out, job in dose_jobs.items())
 
 
 def test_the_second_testbeds_additive_points_keep_its_recipe():
