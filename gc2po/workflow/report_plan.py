@@ -1,5 +1,6 @@
 """What the workflow's rules wire beyond the training jobs, decided from the config: the tables
-(``table_specs``), the greedily evaluated benchmarks, the comparisons, the learning-curve files,
+(``table_specs``), the greedily evaluated benchmarks, the comparisons and pre-registered
+families, the learning-curve files,
 the length figure's runs, the audit's reward run, the mechanism tables and the dose-responses.
 Pure functions of the config (and of the
 methods' roles, ``gc2po.workflow.method_facts``); each bad key raises a ValueError naming it.
@@ -8,6 +9,8 @@ methods' roles, ``gc2po.workflow.method_facts``); each bad key raises a ValueErr
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from gc2po.data.tasks import TESTBED
 from gc2po.errors import did_you_mean
@@ -97,6 +100,34 @@ def comparisons(config: dict, runs: dict) -> dict[str, tuple[str, str]]:
                     f"{did_you_mean(method, runs)}; list the pairs of the methods it trains "
                     "(`methods`), or `comparisons: []` for none"
                 )
+    return out
+
+
+def families(config: dict, runs: dict) -> dict[str, dict]:
+    """``report.families``: "family_<name>" -> its spec, each run and the reference a run of the
+    config (or the base model), its split evaluated, its pre-registration file present."""
+    out = {}
+    evaluated = config["evaluate"]["benchmarks"]
+    for name, spec in (config["report"].get("families") or {}).items():
+        where = f"report.families.{name}"
+        for method in [spec["reference"], *spec["runs"]]:
+            if method != "base" and method not in runs:
+                raise ValueError(
+                    f"{where}: {method!r} is not a run of this config{did_you_mean(method, runs)}"
+                )
+        if spec["reference"] in spec["runs"]:
+            raise ValueError(f"{where}.runs: holds the reference {spec['reference']!r} itself")
+        if spec["benchmark"] not in evaluated:
+            raise ValueError(
+                f"{where}.benchmark: {spec['benchmark']!r} is not evaluated"
+                f"{did_you_mean(spec['benchmark'], evaluated)}; evaluate.benchmarks: {evaluated}"
+            )
+        prereg = spec.get("preregistered")
+        if prereg is not None and not Path(prereg).is_file():
+            raise ValueError(
+                f"{where}.preregistered: {prereg!r} not found (relative to {Path.cwd()})"
+            )
+        out[f"family_{name}"] = spec
     return out
 
 
@@ -273,6 +304,7 @@ def check(config: dict, facts: Facts, measure_splits) -> None:
     greedy_benchmarks(config)
     table_specs(config)
     comparisons(config, runs)
+    families(config, runs)
     curve_files(config, plan.training_jobs(config, facts), plan.paths(config)[1])
     length_runs(config, runs, facts)
     audit_reward_run(config, runs, facts)

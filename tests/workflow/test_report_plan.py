@@ -172,3 +172,44 @@ def test_a_complete_config_layered_on_the_default_passes_the_check(overlay, fact
     """As the cluster plan test layers them: the default's dict keys (n_per_benchmark) stay."""
     config = plan.load_config([ROOT / "config/config.yaml", ROOT / "config" / overlay])
     report_plan.check(config, facts, MEASURE_SPLITS)
+
+
+@pytest.mark.parametrize(
+    "family, message",
+    [
+        (
+            {"benchmark": "test_wrongbet", "reference": "grpo", "runs": ["grpo_fx"]},
+            r"report.families.f: 'grpo_fx' is not a run of this config \(did you mean 'grpo_fxp'",
+        ),
+        (
+            {"benchmark": "test_wrongbt", "reference": "grpo", "runs": ["grpo_fxp"]},
+            r"report.families.f.benchmark: 'test_wrongbt' is not evaluated \(did you mean "
+            r"'test_wrongbet'",
+        ),
+        (
+            {"benchmark": "test_id", "reference": "grpo", "runs": ["grpo", "gc2po"]},
+            r"report.families.f.runs: holds the reference 'grpo' itself",
+        ),
+        (
+            {
+                "benchmark": "test_id",
+                "reference": "grpo",
+                "runs": ["gc2po"],
+                "preregistered": "no/such/file.md",
+            },
+            r"report.families.f.preregistered: 'no/such/file.md' not found",
+        ),
+    ],
+)
+def test_a_bad_family_is_refused_naming_its_key(facts, family, message):
+    config = plan.load_config(CI)
+    config["report"]["families"] = {"f": family}
+    with pytest.raises(ValueError, match=message):
+        report_plan.families(config, plan.runs(config, facts))
+
+
+def test_the_ci_family_is_wired():
+    config = plan.load_config(CI)
+    families = report_plan.families(config, plan.runs(config))
+    assert list(families) == ["family_controls"]
+    assert families["family_controls"]["runs"] == ["grpo_fxp", "gc2po_add"]

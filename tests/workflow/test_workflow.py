@@ -160,6 +160,9 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
         "| testbed | Test (ID) |" in (tables / "gc2po_vs_grpo.md").read_text()
     )  # report.comparisons
     assert "Chance level" in (tables / "grpo_fxp_vs_grpo.md").read_text()
+    family = (tables / "family_controls.md").read_text()  # report.families, Holm over 2 runs
+    assert "### controls: each run - GRPO on Wrong bet, pass@1 (%)" in family
+    assert "| Holm p (2 runs) |" in family and "Exploratory" in family
     # the mechanism measures, for the base model and every run (sweeps included)
     for name in ("mechanism", "mechanism_greedy"):
         mechanism = (tables / f"{name}.md").read_text()

@@ -152,6 +152,8 @@ def table_files(wildcards, suffix=""):
 
 # method-against-method tables (gc2po/reporting/comparison.py): "<a>_vs_<b>" -> (a, b)
 COMPARISONS = report_plan.comparisons(config, RUNS)
+# families of comparisons fixed before the runs (gc2po/reporting/family.py): "family_<name>" -> spec
+FAMILIES = report_plan.families(config, RUNS)
 # accuracy along training (evaluate.learning_curve: {benchmarks, problems, runs}); off when absent
 LEARNING_CURVE = config["evaluate"].get("learning_curve")
 CURVE_FILES = report_plan.curve_files(config, JOBS.values(), OUT)  # (base, run) -> CSV per seed
@@ -162,7 +164,8 @@ LENGTH_RUNS = report_plan.length_runs(config, RUNS, METHOD_FACTS)
 CHECKPOINTS = [run_dir(j).final(OUT) for j in JOBS.values()]
 TABLES = [table_file(OUT, table, ext)
           for table in TABLE_SPECS for ext in ("md", "tex", "csv", "html")] + \
-         [table_file(OUT, comparison, ext) for comparison in COMPARISONS for ext in ("md", "csv")]
+         [table_file(OUT, comparison, ext) for comparison in COMPARISONS for ext in ("md", "csv")] + \
+         [table_file(OUT, family, ext) for family in FAMILIES for ext in ("md", "csv")]
 FIGURES = [figure_file(OUT, figure) for figure in
            ("grad_norm", "sampling_ratio", "budget_curves", "token_usage", "lambda_ablation")] + \
           [figure_file(OUT, f"training_cost_{base}") for base in BASE_MODELS] + \

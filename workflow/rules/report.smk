@@ -1,4 +1,4 @@
-# The report's copies of the tables written only as Markdown and CSV (the comparisons, the
+# The report's copies of the tables written only as Markdown and CSV (the comparisons and families, the
 # mechanism tables, the dose-responses, the signal audit): the report shows an HTML result and
 # offers any other file only as a download (gc2po.reporting.report_tables). Table 1, the
 # generalisation and ablation tables are HTML already (rule table).
@@ -6,6 +6,7 @@
 # name -> (kind: the caption's paragraph, the report's category, its subcategory)
 REPORT_TABLES = {
     **{name: ("comparison", "3 Results", "Method against method") for name in COMPARISONS},
+    **{name: ("family", "3 Results", "Pre-registered families") for name in FAMILIES},
     **{name: ("mechanism", "4 Mechanism", "Tables") for name in MECHANISM_TABLES},
     **{name: ("dose_response", "4 Mechanism", "Dose response") for name in DOSE_RESPONSE},
     **({"signal_audit": ("signal_audit", "6 Reward audit", "Tables")} if AUDIT_TABLES else {}),

@@ -55,3 +55,27 @@ rule comparison:
         runtime=5,
     script:
         "../scripts/comparison.py"
+
+
+rule family:
+    input:
+        samples=lambda wc: eval_files([FAMILIES[wc.family]["reference"], *FAMILIES[wc.family]["runs"]],
+                                      [FAMILIES[wc.family]["benchmark"]]),
+    output:
+        md=table_file(OUT, "{family}", "md"),
+        csv=table_file(OUT, "{family}", "csv"),
+    params:
+        spec=lambda wc: FAMILIES[wc.family],
+        names=RUN_NAMES,
+    wildcard_constraints:
+        family="|".join(FAMILIES) or "no_family",
+    log:
+        f"logs/{NAME}/tables/{{family}}.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/family.py"

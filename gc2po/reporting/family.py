@@ -1,0 +1,184 @@
+"""A family of comparisons fixed before the runs (``report.families``): several runs, each against
+one reference on one split, with Holm's correction over the family's comparisons (not over the
+splits of one comparison, as ``gc2po.reporting.comparison`` does) and, where a margin is given,
+an equivalence verdict.
+
+Per base model (block) and run ``a`` of the family, against the reference ``b``: the paired
+difference of pass@1 on the split (mean over seeds of each seed's mean over problems of a - b),
+its 95% t-interval over seeds and the paired t-test; Holm's step-down correction over the
+family's runs of that block. The verdict of a row:
+
+    "higher (Holm)"  / "lower (Holm)"    the t-test survives Holm at 5%, by the sign of a - b
+    "within +-m"                           not surviving, and the whole interval inside [-m, m]
+    "not decided"                          neither
+
+``within +-m`` is the two one-sided tests' reading of an equivalence margin m (points of pass@1)
+at the interval's level: a claim "a is at b's level" needs it, not the absence of a Holm mark.
+Reads the per-sample evaluation files of ``gc2po.reporting.tables``; writes Markdown and CSV.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gc2po.reporting.captions import HOLM_ALPHA, holm_verdicts, interval_text
+from gc2po.reporting.comparison import pairs
+from gc2po.reporting.names import RunNames, benchmark_name, method_name
+from gc2po.reporting.stats import paired_interval, paired_macro_test
+from gc2po.reporting.table_format import signed, value
+from gc2po.reporting.tables import EvalFile
+
+COLUMNS = [
+    "block",
+    "run",
+    "reference",
+    "benchmark",
+    "mean_run",
+    "mean_reference",
+    "diff",
+    "diff_ci_low",
+    "diff_ci_high",
+    "t_p",
+    "holm_p",
+    "holm_survives",
+    "verdict",
+    "seeds",
+    "problems",
+]
+HIGHER, LOWER, WITHIN, UNDECIDED = "higher (Holm)", "lower (Holm)", "within +-{m}", "not decided"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One entry of ``report.families``: ``runs`` each against ``reference`` on ``benchmark``."""
+
+    name: str
+    benchmark: str
+    reference: str
+    runs: tuple[str, ...]
+    margin: float | None = None  # points of pass@1; None: no equivalence verdict
+    preregistered: str | None = None  # the committed file that fixed the family before the runs
+
+    @classmethod
+    def from_mapping(cls, name: str, spec: dict) -> Family:
+        return cls(
+            name=name,
+            benchmark=spec["benchmark"],
+            reference=spec["reference"],
+            runs=tuple(spec["runs"]),
+            margin=None if spec.get("margin") is None else float(spec["margin"]),
+            preregistered=spec.get("preregistered"),
+        )
+
+
+def verdict(diff: float, low: float, high: float, survives: str, margin: float | None) -> str:
+    """A row's reading (module docstring); differences, interval and margin in points."""
+    if survives == "yes":
+        return HIGHER if diff > 0 else LOWER
+    if margin is not None and np.isfinite(low) and np.isfinite(high) and -margin <= low <= high:
+        if high <= margin:
+            return WITHIN.format(m=f"{margin:g}")
+    return UNDECIDED
+
+
+def compare_family(files: list[EvalFile], family: Family) -> pd.DataFrame:
+    """Rows (block, run): pass@1 (%) of the run and of the reference on the family's split, the
+    difference with its t-interval, the t-test's p, Holm's over the block's runs, the verdict."""
+    rows = []
+    blocks: dict[str, list[dict]] = {}
+    for run in family.runs:
+        for pair in pairs(files, run, family.reference, [family.benchmark]):
+            test = paired_macro_test(pair.a, pair.b)
+            diff = 100 * np.array(paired_interval(pair.a, pair.b))
+            blocks.setdefault(pair.block, []).append(
+                {
+                    "block": pair.block,
+                    "run": run,
+                    "reference": family.reference,
+                    "benchmark": family.benchmark,
+                    "mean_run": 100 * float(pair.a[0].mean()),
+                    "mean_reference": 100 * float(pair.b[0].mean()),
+                    "diff": diff[0],
+                    "diff_ci_low": diff[1],
+                    "diff_ci_high": diff[2],
+                    "t_p": test.t_p_value,
+                    "seeds": ",".join(map(str, pair.seeds)),
+                    "problems": pair.problems[0],
+                }
+            )
+    for block_rows in blocks.values():
+        adjusted, survives = holm_verdicts([row["t_p"] for row in block_rows])
+        for row, p, verdict_ in zip(block_rows, adjusted, survives):
+            row.update(
+                holm_p=p,
+                holm_survives=verdict_,
+                verdict=verdict(
+                    row["diff"], row["diff_ci_low"], row["diff_ci_high"], verdict_, family.margin
+                ),
+            )
+        rows += block_rows
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _p(x: float) -> str:
+    return "n/a" if pd.isna(x) else f"{x:.3f}"
+
+
+def to_markdown(rows: pd.DataFrame, family: Family, names: RunNames = None) -> str:
+    reference = method_name(family.reference, names)
+    split = benchmark_name(family.benchmark)
+    seeds = sorted({len(s.split(",")) for s in rows.seeds})
+    lines = [
+        f"### {family.name}: each run - {reference} on {split}, pass@1 (%)",
+        "",
+        f"| Base model | Run | Run's pass@1 | {reference} | difference [95% CI] | paired t p "
+        f"| Holm p ({len(family.runs)} runs) | verdict | seeds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows.itertuples():
+        interval = (
+            signed(row.diff)
+            if pd.isna(row.diff_ci_low)
+            else f"{signed(row.diff)} [{signed(row.diff_ci_low)}, {signed(row.diff_ci_high)}]"
+        )
+        lines.append(
+            f"| {row.block} | {method_name(row.run, names)} | {value(row.mean_run)} | "
+            f"{value(row.mean_reference)} | {interval} | {_p(row.t_p)} | {_p(row.holm_p)} | "
+            f"{row.verdict} | {row.seeds} |"
+        )
+    margin = (
+        f"; within +-{family.margin:g}: not surviving Holm, and the whole interval inside "
+        f"[-{family.margin:g}, +{family.margin:g}] points (the equivalence margin)"
+        if family.margin is not None
+        else ""
+    )
+    origin = (
+        f"Pre-registered in `{family.preregistered}`: the runs, reference, split, seeds and margin "
+        "were committed before any of these runs was trained."
+        if family.preregistered
+        else "Exploratory: this family was not fixed before the runs."
+    )
+    intervals = " / ".join(interval_text(count) for count in seeds if count > 1) or "no CI"
+    lines += [
+        "",
+        f"Same seeds and problems for each run and {reference}. Difference: the mean over seeds of "
+        f"each seed's mean difference, in brackets its {intervals} (Student t over the per-seed "
+        f"differences). Holm: the paired t-test's p adjusted over the family's "
+        f"{len(family.runs)} comparisons of a base model, at {HOLM_ALPHA:.0%}. Verdict: higher "
+        f"or lower when it survives Holm{margin}; otherwise not decided. {origin}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_family(
+    files: list[EvalFile], family: Family, *, md: Path, csv: Path, names: RunNames = None
+) -> pd.DataFrame:
+    rows = compare_family(files, family)
+    Path(md).parent.mkdir(parents=True, exist_ok=True)
+    Path(md).write_text(to_markdown(rows, family, names))
+    rows.to_csv(csv, index=False, float_format="%.4f")
+    return rows
