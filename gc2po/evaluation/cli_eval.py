@@ -35,7 +35,8 @@ from gc2po.layout import RunDir, summary_path
 BACKENDS = ("transformers", "vllm", "auto")
 # gc2po.testbed.generator.SPLITS (a test keeps them equal; importing the testbed imports torch)
 TESTBED_SPLITS = tuple(
-    "train test_id test_rephrase test_distractor test_longer test_wrongbet test_newstart".split()
+    "train test_id test_rephrase test_distractor test_longer test_wrongbet test_newstart "
+    "test_compose".split()
 )
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 

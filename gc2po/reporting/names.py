@@ -34,6 +34,7 @@ TESTBED_SPLIT_NAMES: dict[str, str] = {
     "test_longer": "Longer chains",
     "test_wrongbet": "Wrong bet",
     "test_newstart": "New starts",
+    "test_compose": "New compositions",
 }
 
 

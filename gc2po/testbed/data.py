@@ -8,7 +8,7 @@ import random
 from fractions import Fraction
 from pathlib import Path
 
-from gc2po.testbed.generator import CueConfig, Problem, generate_splits
+from gc2po.testbed.generator import COMPOSE, CueConfig, Problem, generate_splits
 
 RL_TRAIN = "train_rl"  # the RL runs' training set when ``testbed.rl_cued_share`` is set
 
@@ -66,6 +66,28 @@ def write_splits(
         }
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return manifest
+
+
+def write_compose(
+    sizes: dict[str, int], seed: int, size: int, out_path: str | Path, cue: dict | None = None
+) -> dict:
+    """Write the ``test_compose`` split of ``size`` problems, drawn after the splits of ``sizes``
+    (what ``write_splits`` writes, left as they are) to ``out_path``; returns its count and
+    sha256. A file apart from the manifest: the workflow adds it without rewriting the others."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(
+            f"evaluate.reasoning.compose_size: must be a positive integer, got {size!r}"
+        )
+    if COMPOSE in sizes:
+        raise ValueError(f"testbed.sizes: {COMPOSE} is written on its own (evaluate.reasoning)")
+    problems = generate_splits({**sizes, COMPOSE: size}, seed, cue_from_mapping(cue))[COMPOSE]
+    text = "".join(json.dumps(p.record()) + "\n" for p in problems)
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(out_path)
+    return {"count": len(problems), "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
 def cue_from_mapping(values: dict | None, where: str = "testbed.cue") -> CueConfig:

@@ -15,7 +15,12 @@ each phrased by a template. Its reference solution writes one ``<episode_i>`` pe
   computing the chain answers. Every number up to ``MAX_VALUE`` is an intermediate value of
   training chains and every operation and episode tag a training target, but no model measured
   carried those values to a chain's start (pass@1 0.1-0.2%), so it is labelled not learnable
-  from the train split (``gc2po.testbed.chance.UNREACHABLE``).
+  from the train split (``gc2po.testbed.chance.UNREACHABLE``);
+- ``test_compose``: new compositions of trained parts, no bet. Every part occurs in the train
+  split: each step (operation and operand) at its episode tag, each pair of adjacent steps, the
+  starting value and every intermediate value; the combination does not: no run of three
+  consecutive steps of the chain (3-4 steps) occurs anywhere in a train chain, so neither does
+  the chain (``compose_parts``, ``is_new_composition``). Needs ``train`` in the sizes.
 
 The spurious cue (the paper's Figure 1 motivation, a shortcut that pays in distribution): with
 probability ``CueConfig.frac`` a ``train`` / ``test_id`` problem carries a sentence in which
@@ -89,7 +94,10 @@ SPLITS = {
     "test_longer": ("train", 5, 6, 0, None),
     "test_wrongbet": ("train", 2, 4, 0, "always_wrong"),
     "test_newstart": ("train", 2, 4, 0, None),
+    "test_compose": ("train", 3, 4, 0, None),
 }
+COMPOSE = "test_compose"  # drawn from the parts of the train split (compose_parts)
+RUN = 3  # the combination held out: a run of this many consecutive steps
 # a chain's starting value (inclusive); a split not named here starts at 2-20
 START_RANGES = {"test_newstart": (21, 40)}
 DEFAULT_START = (2, 20)
@@ -176,6 +184,59 @@ def _draw_chain(
     return start, steps, values
 
 
+@dataclass(frozen=True)
+class ComposeParts:
+    """What the train split's chains are made of (``compose_parts``)."""
+
+    steps: frozenset  # (episode index from 1, operator, operand)
+    pairs: frozenset  # ((op, n), (op, n)) adjacent in a chain, at any position
+    starts: frozenset  # starting values
+    values: frozenset  # values after a step
+    runs: frozenset  # RUN consecutive (op, n) steps, at any position: the combinations seen
+
+
+def _runs(steps, length: int) -> list[tuple]:
+    return [tuple(steps[i : i + length]) for i in range(len(steps) - length + 1)]
+
+
+def compose_parts(train: list[Problem]) -> ComposeParts:
+    """The parts and the step runs of ``train``'s chains [N]."""
+    chains = [tuple(tuple(step) for step in p.steps) for p in train]
+    return ComposeParts(
+        steps=frozenset((i + 1, op, n) for c in chains for i, (op, n) in enumerate(c)),
+        pairs=frozenset(pair for c in chains for pair in _runs(c, 2)),
+        starts=frozenset(p.start for p in train),
+        values=frozenset(v for p in train for v in p.values),
+        runs=frozenset(run for c in chains for run in _runs(c, RUN)),
+    )
+
+
+def missing_parts(start: int, steps, values, parts: ComposeParts) -> list[str]:
+    """Which parts of a chain the train split lacks (empty: every part is trained)."""
+    steps = [tuple(step) for step in steps]
+    missing = [f"start {start}"] * (start not in parts.starts)
+    missing += [f"value {v}" for v in values if v not in parts.values]
+    missing += [
+        f"<episode_{i + 1}> {op}{n}"
+        for i, (op, n) in enumerate(steps)
+        if (i + 1, op, n) not in parts.steps
+    ]
+    missing += [f"adjacent steps {a}, {b}" for a, b in _runs(steps, 2) if (a, b) not in parts.pairs]
+    return missing
+
+
+def is_new_composition(start: int, steps, values, parts: ComposeParts) -> bool:
+    """Every part of the chain occurs in the train split and none of its runs of ``RUN``
+    consecutive steps does (a chain shorter than ``RUN`` is no new combination)."""
+    steps = [tuple(step) for step in steps]
+    runs = _runs(steps, RUN)
+    return (
+        bool(runs)
+        and not missing_parts(start, steps, values, parts)
+        and not any(run in parts.runs for run in runs)
+    )
+
+
 def _draw_cue(rng: random.Random, kind: str | None, answer: int, cue: CueConfig) -> int | None:
     """The bet of a cue sentence, or None: with probability ``frac`` (always for the
     ``always_wrong`` kind); right with probability ``accuracy`` in distribution, always wrong (off
@@ -221,6 +282,11 @@ def generate_splits(
     unknown = sorted(set(sizes) - set(SPLITS))
     if unknown:
         raise ValueError(f"unknown testbed split(s) {unknown}; valid: {sorted(SPLITS)}")
+    if COMPOSE in sizes and "train" not in sizes:
+        raise ValueError(
+            f"testbed split {COMPOSE!r} is drawn from the train split's parts: size train too"
+        )
+    parts = None  # the train split's (compose_parts), once it is drawn
     seen: set[str] = set()
     earlier_numbers: set[tuple[str, ...]] = set()  # what each problem of an earlier split states
     stems: set[tuple[str, ...]] = set()  # the same without the bet, of every problem drawn
@@ -242,6 +308,8 @@ def generate_splits(
             start, steps, values = _draw_chain(
                 rng, rng.randint(low, high), START_RANGES.get(split, DEFAULT_START)
             )
+            if split == COMPOSE and not is_new_composition(start, steps, values, parts):
+                continue
             # the cue's draws come from their own stream,
             # so frac 0 leaves the other texts as they were
             cue_value = _draw_cue(cue_rng, cue_kind, values[-1], cue)
@@ -266,6 +334,8 @@ def generate_splits(
                 )
             )
         out[split] = problems
+        if split == "train":
+            parts = compose_parts(problems)
         earlier_numbers.update(tuple(NUMBER.findall(p.question)) for p in problems)
     return out
 

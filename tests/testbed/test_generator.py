@@ -69,6 +69,7 @@ def test_unknown_split_raises():
         "test_longer",
         "test_wrongbet",
         "test_newstart",
+        "test_compose",
     }
 
 
