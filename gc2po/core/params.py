@@ -29,8 +29,9 @@ RANGES: dict[str, tuple[Callable[[object], bool], str]] = {
     # within-group z-score (unit spread, clipped at cf_z_clip), not R_cf, and its weight is
     # calibrated against GRPO's outcome advantage (benchmarks/lambda_calibration.py: the plain
     # oracle's bonus flips a correct copy of the bet at a median 3.95 over the warm start's
-    # train-split groups), so the range reaches past 1
-    "lambda_cf": (lambda v: 0.0 <= v <= 10.0, "in [0, 10]"),
+    # train-split groups), so the range reaches past 1; a weak signal's weight matched to the
+    # oracle's (lambda_cf x rho: R_cf's rho 0.07 needs 11.4 for the oracle's 0.8) reaches further
+    "lambda_cf": (lambda v: 0.0 <= v <= 100.0, "in [0, 100]"),
     "lambda_exp": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
     "lambda_sta": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
     "cf_tau": (_positive, "> 0"),

@@ -33,8 +33,8 @@ def test_the_papers_values_are_in_range_and_every_parameter_is_listed():
 @pytest.mark.parametrize(
     "key, value, rule",
     [
-        ("lambda_cf", -0.1, "in [0, 10]"),
-        ("lambda_cf", 10.5, "in [0, 10]"),
+        ("lambda_cf", -0.1, "in [0, 100]"),
+        ("lambda_cf", 100.5, "in [0, 100]"),
         ("lambda_exp", float("nan"), "in [0, 1]"),
         ("lambda_sta", -0.5, "in [0, 1]"),
         ("cf_tau", 0.0, "> 0"),

@@ -51,7 +51,7 @@ def test_a_hit_skips_the_check_and_a_bad_config_is_not_remembered(tmp_path, monk
     assert config_check.checked(config, None, SCHEMA, cache)["display_names"] == names
     monkeypatch.undo()
     bad = json.loads(json.dumps(config))
-    bad["train"]["trainer"]["lambda_cf"] = 20.0  # the range is [0, 10]
+    bad["train"]["trainer"]["lambda_cf"] = 200.0  # the range is [0, 100]
     with pytest.raises(ValueError, match="lambda_cf"):
         config_check.checked(bad, None, SCHEMA, cache)
     with pytest.raises(ValueError, match="lambda_cf"):  # still refused: not remembered

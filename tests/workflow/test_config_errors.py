@@ -154,7 +154,7 @@ def test_gc2po_plan_with_an_overlay_alone_fails_in_one_line(tmp_path):
             {"trainer": {"reward_weights": [-1.0]}},
             "trainer.reward_weights: method 'gc2po' needs rewards >= 0",
         ),
-        ({"trainer": {"lambda_cf": 12.0}}, "lambda_cf must be in [0, 10], got 12.0"),
+        ({"trainer": {"lambda_cf": 120.0}}, "lambda_cf must be in [0, 100], got 120.0"),
         ({"trainer": {"perturbation": "nope"}}, "perturbation: unknown name 'nope'"),
         ({"trainer": {"num_generations": 1}}, "num_generations must be >= 2"),
         ({"trainer": {"adv_clip": -1}}, "adv_clip must be > 0, got -1.0"),
