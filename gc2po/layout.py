@@ -10,8 +10,9 @@ never disagree::
                                                checkpoint-<step>/
       eval/<base>/<model>/seed<k>/<benchmark>.jsonl
                                                EvalFile below an evaluation root: eval/,
-                                               eval_greedy/ (greedy decoding), or gc2po
-                                               eval's output_dir
+                                               eval_greedy/ (greedy decoding),
+                                               eval_reasoning[_greedy]/ (evaluate.reasoning:
+                                               the uncued problems), or gc2po eval's output_dir
       curves/<base>/<run>/seed<k>.csv          CurveFile
       audit/<base>/<model>/seed<k>[/step<n>]/  AuditDir, CheckpointAuditDir: summary.json,
                                                completions.csv, perturbation_study.csv
@@ -30,6 +31,8 @@ from typing import ClassVar, TypeVar
 
 EVAL_ROOT = "eval"  # the configured sampling
 GREEDY_EVAL_ROOT = "eval_greedy"  # greedy decoding (evaluate.greedy)
+# evaluate.reasoning: n samples, and greedy decoding, of the uncued problems of its splits
+REASONING_EVAL_ROOT = "eval_reasoning"
 SUMMARY_SUFFIX = ".summary.json"  # an evaluation file's summary sits beside it
 NUMBER_FIELDS = ("seed", "step")  # parsed as integers
 
@@ -160,6 +163,11 @@ class EvalFile(_Layout):
 
 def eval_root(results: str | Path, greedy: bool = False) -> str:
     return f"{results}/{GREEDY_EVAL_ROOT if greedy else EVAL_ROOT}"
+
+
+def reasoning_root(results: str | Path, greedy: bool = False) -> str:
+    """The evaluation root of ``evaluate.reasoning``: sampled, or greedy (``_greedy``)."""
+    return f"{results}/{REASONING_EVAL_ROOT}{'_greedy' if greedy else ''}"
 
 
 def summary_path(eval_path: str | Path) -> Path:
