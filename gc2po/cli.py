@@ -14,6 +14,12 @@ import sys
 
 from gc2po.cli_results import add_audit, add_eval, add_tables
 
+# what `gc2po --help` says: plain text (the module docstring is for readers of the source)
+DESCRIPTION = (
+    "Train, evaluate and tabulate GC2PO and its baselines. Run 'gc2po COMMAND --help' for a "
+    "command's options; docs/cli.md has examples and the workflow (snakemake) runs them all."
+)
+
 
 def _train(ns):
     from gc2po.training.run_config import load_run_config, precheck
@@ -182,7 +188,7 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gc2po", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="gc2po", description=DESCRIPTION)
     parser.add_argument(
         "--version", action=_Version, help="the package version (and git revision) and exit"
     )

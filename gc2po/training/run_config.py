@@ -187,7 +187,10 @@ def checked_trainer(run: dict) -> dict:
     fields = json.loads(FIELDS_FILE.read_text())
     bad = sorted(set(trainer) - set(fields))
     if bad:
-        raise ValueError(f"run config: unknown trainer key(s) {bad} (not fields of GC2POConfig)")
+        raise ValueError(
+            f"run config: unknown trainer key(s) {bad}{did_you_mean(bad[0], fields)}: not "
+            "fields of GC2POConfig (docs/config-reference.md lists them)"
+        )
     for key, source in DERIVED_KEYS.items():
         if key in trainer:
             raise ValueError(
