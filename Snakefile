@@ -36,6 +36,7 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/audit.smk"
 include: "workflow/rules/mechanism.smk"
+include: "workflow/rules/reasoning.smk"
 include: "workflow/rules/report.smk"
 
 # Downloads run on the submit host, never as cluster jobs (DOWNLOAD_RULES in common.smk).
@@ -51,4 +52,5 @@ rule all:
         AUDIT_FIGURE,
         AUDIT_TABLES,
         MECHANISM_OUTPUTS,
+        REASONING_OUTPUTS,
         REPORT_TABLE_PAGES,

@@ -17,6 +17,7 @@ from gc2po.errors import did_you_mean
 from gc2po.layout import CurveFile
 from gc2po.workflow import plan
 from gc2po.workflow.method_facts import Facts, default_sweep_methods
+from gc2po.workflow.reasoning_plan import reasoning_settings
 
 # the length figure's default runs: the reference, the paper's method and the corrected one
 LENGTH_ROLES = ("reference", "paper", "corrected")
@@ -308,3 +309,4 @@ def check(config: dict, facts: Facts, measure_splits) -> None:
     curve_files(config, plan.training_jobs(config, facts), plan.paths(config)[1])
     length_runs(config, runs, facts)
     audit_reward_run(config, runs, facts)
+    reasoning_settings(config)
