@@ -1,11 +1,12 @@
-"""Launching ``gc2po train`` under ``accelerate launch`` (one SLURM task, N processes).
+"""Launching ``gc2po train`` under ``accelerate launch`` (one launcher per machine).
 
 A launcher is a mapping from the workflow config::
 
     launcher:
       config_file: config/accelerate/deepspeed_zero3.yaml   # an accelerate config
-      num_processes: 8                                      # one process per GPU
-      main_process_port: 0                                  # optional; 0 = a free port
+      num_processes: 8        # one process per GPU, over all machines
+      num_machines: 1         # optional; > 1: one launcher per node (gc2po.workflow.node_launch)
+      main_process_port: 0    # optional; 0 = a free port (one machine only)
 
 :func:`validate_launcher` checks it against the run's trainer settings before any job starts;
 :func:`launcher_command` builds the command line (and refuses a DeepSpeed config where
@@ -27,7 +28,7 @@ import yaml
 
 from gc2po.errors import one_line
 
-LAUNCHER_KEYS = ("config_file", "num_processes", "main_process_port")
+LAUNCHER_KEYS = ("config_file", "num_processes", "num_machines", "main_process_port")
 # accelerate's DistributedType values that run one process per device
 MULTI_PROCESS_TYPES = ("MULTI_GPU", "MULTI_CPU", "DEEPSPEED", "FSDP")
 # TRL 1.16, GRPOConfig.ds3_gather_for_generation: "Disabling this option is not compatible with
@@ -46,6 +47,7 @@ class AccelerateSettings:
     deepspeed_config_file: Path | None  # resolved against the accelerate config's folder
     zero_stage: int | None  # DeepSpeed ZeRO stage; None without DeepSpeed
     bf16: bool | str | None  # DeepSpeed bf16.enabled as written (True, False or "auto")
+    num_machines: int | None = None  # as written in the file (None: not set)
 
     @property
     def uses_deepspeed(self) -> bool:
@@ -126,6 +128,9 @@ def read_accelerate_config(
         raise _fail(
             where, "config_file", f"{path}: num_processes must be an int, got {num_processes!r}"
         )
+    machines = config.get("num_machines")
+    if machines is not None and not isinstance(machines, int):
+        raise _fail(where, "config_file", f"{path}: num_machines must be an int, got {machines!r}")
     ds_file, stage, bf16 = (None, None, None)
     if distributed_type == "DEEPSPEED":
         ds_file, stage, bf16 = _deepspeed_settings(config, path, where)
@@ -137,6 +142,7 @@ def read_accelerate_config(
         deepspeed_config_file=ds_file,
         zero_stage=stage,
         bf16=bf16,
+        num_machines=machines,
     )
 
 
@@ -161,9 +167,47 @@ def _check_launcher_keys(launcher: Any, where: str) -> None:
             "main_process_port",
             f"must be an int in [0, 65535] (0: a free port), got {port!r}",
         )
+    _check_machines(launcher, where)
 
 
-def _check_process_count(settings: AccelerateSettings, num: int, where: str) -> None:
+def num_machines(launcher: Mapping[str, Any]) -> int:
+    """The launcher's machine count (1 when not set)."""
+    return launcher.get("num_machines", 1)
+
+
+def _check_machines(launcher: Mapping[str, Any], where: str) -> None:
+    machines = num_machines(launcher)
+    if isinstance(machines, bool) or not isinstance(machines, int) or machines < 1:
+        raise _fail(where, "num_machines", f"must be an int >= 1, got {machines!r}")
+    if machines == 1:
+        return
+    num = launcher["num_processes"]
+    if num % machines:
+        raise _fail(
+            where,
+            "num_processes",
+            f"{num} is not divisible by num_machines {machines}: every machine runs "
+            f"num_processes / num_machines processes (one per GPU)",
+        )
+    if not launcher.get("main_process_port"):  # 0 or unset: a free port of each machine
+        raise _fail(
+            where,
+            "main_process_port",
+            f"num_machines {machines} needs a fixed port that every node reaches on the first "
+            f"one (0 or unset picks a free port of one machine); set one, e.g. 29500",
+        )
+
+
+def _check_process_count(
+    settings: AccelerateSettings, num: int, where: str, machines: int = 1
+) -> None:
+    if settings.num_machines not in (None, 1, machines):
+        raise _fail(
+            where,
+            "num_machines",
+            f"{machines} disagrees with num_machines: {settings.num_machines} in {settings.path} "
+            f"(the launcher's count is passed to accelerate; leave the file's at 1)",
+        )
     if settings.num_processes is not None and settings.num_processes != num:
         raise _fail(
             where,
@@ -219,7 +263,9 @@ def validate_launcher(
     """Check a launcher mapping against the run's trainer settings; return the parsed config.
 
     Raises ValueError naming the key: ``num_processes`` not an int >= 1 or disagreeing with the
-    accelerate config's, a missing accelerate (or DeepSpeed JSON) config, DeepSpeed bf16 that
+    accelerate config's, ``num_machines`` not an int >= 1, not dividing ``num_processes``,
+    disagreeing with the accelerate config's or (above 1) without a fixed
+    ``main_process_port``, a missing accelerate (or DeepSpeed JSON) config, DeepSpeed bf16 that
     disagrees with ``trainer.bf16``, ZeRO-3 with ``use_vllm`` and
     ``ds3_gather_for_generation: false`` (the one vLLM mode TRL 1.16 documents as unsupported
     under ZeRO-3; colocate and server mode, with or without sleep mode, are supported), and a
@@ -229,7 +275,7 @@ def validate_launcher(
     _check_launcher_keys(launcher, where)
     num = launcher["num_processes"]
     settings = read_accelerate_config(launcher["config_file"], where)
-    _check_process_count(settings, num, where)
+    _check_process_count(settings, num, where, num_machines(launcher))
     if settings.uses_deepspeed:
         _check_deepspeed_trainer(settings, trainer, where)
     _check_vllm(trainer, num)
@@ -247,6 +293,12 @@ def launcher_command(
     by ``python``, this interpreter by default; the workflow passes the job environment's
     ``python3``). Port 0 (the default) lets accelerate pick a free one, so concurrent jobs on
     a node do not collide.
+
+    With ``num_machines`` M > 1 the command is one machine's launcher: ``python -m
+    gc2po.workflow.node_launch`` in place of ``python -m accelerate.commands.launch``, with
+    ``--num_machines M`` added; run once per node (:func:`srun_command`), it adds that node's
+    ``--machine_rank`` and the first node's address as ``--main_process_ip`` from SLURM's
+    environment and runs ``accelerate launch``, which starts N / M processes on the node.
     """
     _check_launcher_keys(launcher, "launcher")
     # checked with accelerate by validate_launcher (the workflow's config check) already
@@ -256,18 +308,65 @@ def launcher_command(
             f"launcher.config_file: {settings.path} uses DeepSpeed, which is not installed "
             f"here (pip install -e '.[gpu]')"
         )
+    machines = num_machines(launcher)
     command = ["env", "ACCELERATE_USE_CPU=true"] if settings.use_cpu else []
     command += [
         python,
         "-m",
-        "accelerate.commands.launch",
+        "accelerate.commands.launch" if machines == 1 else "gc2po.workflow.node_launch",
         "--config_file",
         str(settings.path),
         "--num_processes",
         str(launcher["num_processes"]),
-        "--main_process_port",
-        str(launcher.get("main_process_port", 0)),
     ]
+    if machines > 1:
+        command += ["--num_machines", str(machines)]
+    command += ["--main_process_port", str(launcher.get("main_process_port", 0))]
     if settings.deepspeed_config_file is not None:
         command += ["--deepspeed_config_file", str(settings.deepspeed_config_file)]
     return command + ["-m", "gc2po.cli", "train", "--config", str(run_config_path)]
+
+
+def srun_command(launcher: Mapping[str, Any], threads: int) -> list[str]:
+    """What starts one launcher per node inside a SLURM job of ``num_machines`` nodes.
+
+    ``srun --nodes=M --ntasks=M --ntasks-per-node=1 --cpus-per-task=T --kill-on-bad-exit=1``:
+    the job step spans every node of the allocation with one task each (the node's launcher,
+    which starts its N / M processes); a failing node ends the others. The step asks for no
+    GPUs: a step gets every GPU the job holds on its nodes.
+    """
+    machines = num_machines(launcher)
+    return [
+        "srun",
+        f"--nodes={machines}",
+        f"--ntasks={machines}",
+        "--ntasks-per-node=1",
+        f"--cpus-per-task={threads}",
+        "--kill-on-bad-exit=1",
+    ]
+
+
+def slurm_node_resources(launcher: Mapping[str, Any] | None, gpu: bool) -> dict[str, Any]:
+    """The train rule's Snakemake resources for more than one node (empty for one).
+
+    Read by snakemake-executor-plugin-slurm 2.8: ``nodes`` gives ``--nodes=M``; ``mpi`` makes
+    the job run the rule's shell command itself, without wrapping it in ``srun -n1`` (the
+    command starts its own step, :func:`srun_command`); with ``mpi`` the plugin needs a task
+    count: ``tasks`` M gives ``--ntasks=M`` (one per node, ``slurm_extra`` says so) and
+    ``tasks_per_gpu`` 0 keeps it from also becoming ``--ntasks-per-gpu``. GPUs per node
+    (``gpu``): N / M through ``gres`` (``--gres=gpu:G``, a per-node count; the ``gpu``
+    resource's ``--gpus`` counts the whole job, which SLURM may spread unevenly).
+    """
+    machines = num_machines(launcher or {})
+    if machines == 1:
+        return {}
+    resources = {
+        "nodes": machines,
+        "tasks": machines,
+        "tasks_per_gpu": 0,
+        "mpi": "srun",
+        "slurm_extra": "--ntasks-per-node=1",
+    }
+    if gpu:
+        resources["gres"] = f"gpu:{launcher['num_processes'] // machines}"
+    return resources

@@ -160,6 +160,50 @@ def test_unknown_launcher_key_and_bad_port():
         validate_launcher("config/accelerate/deepspeed_zero3.yaml", PAPER_TRAINER)
 
 
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "2", True, None])
+def test_num_machines_must_be_positive_int(bad):
+    with pytest.raises(ValueError, match=r"^train\.launcher\.num_machines: must be an int >= 1"):
+        validate_launcher(
+            launcher(num_machines=bad, main_process_port=29500), PAPER_TRAINER, "train.launcher"
+        )
+
+
+def test_num_processes_must_divide_over_the_machines():
+    with pytest.raises(
+        ValueError,
+        match=r"^launcher\.num_processes: 6 is not divisible by num_machines 4: every machine",
+    ):
+        validate_launcher(launcher(num_processes=6, num_machines=4, main_process_port=29500), {})
+    validate_launcher(
+        launcher(num_processes=8, num_machines=2, main_process_port=29500), PAPER_TRAINER
+    )
+    validate_launcher(
+        launcher(num_processes=8, num_machines=8, main_process_port=29500), PAPER_TRAINER
+    )
+
+
+@pytest.mark.parametrize("port", [None, 0])
+def test_more_than_one_machine_needs_a_fixed_port(port):
+    settings = {} if port is None else {"main_process_port": port}
+    with pytest.raises(
+        ValueError, match=r"^launcher\.main_process_port: num_machines 2 needs a fixed port"
+    ):
+        validate_launcher(launcher(num_machines=2, **settings), PAPER_TRAINER)
+    validate_launcher(launcher(num_machines=1, **settings), PAPER_TRAINER)  # one machine: free
+
+
+def test_accelerate_config_disagreeing_on_num_machines(tmp_path):
+    config = tmp_path / "two.yaml"
+    config.write_text(yaml.safe_dump({"distributed_type": "MULTI_GPU", "num_machines": 2}))
+    with pytest.raises(
+        ValueError, match=r"^launcher\.num_machines: 1 disagrees with num_machines: 2 in .*two"
+    ):
+        validate_launcher(launcher(str(config), 4), {})
+    validate_launcher(launcher(str(config), 4, num_machines=2, main_process_port=29500), {})
+    # the shipped configs say 1: the launcher's count overrides it on the command line
+    validate_launcher(launcher(ZERO3, 16, num_machines=4, main_process_port=29500), PAPER_TRAINER)
+
+
 def test_config_accelerate_rejects_is_named(tmp_path):
     config = tmp_path / "typo.yaml"
     config.write_text(yaml.safe_dump({"distributed_type": "MULTI_GPU", "num_proceses": 2}))
@@ -192,6 +236,42 @@ def test_command_for_deepspeed(tmp_path):
         "--config",
         str(tmp_path / "run.yaml"),
     ]
+
+
+def test_command_for_two_machines_runs_the_node_launcher(tmp_path):
+    """One launcher per node: gc2po.workflow.node_launch adds the node's rank and the main
+    process address; the rest is accelerate's arguments, with the total process count."""
+    two = launcher(ZERO3, 8, num_machines=2, main_process_port=29500)
+    command = launcher_command(two, tmp_path / "run.yaml")
+    one = launcher_command(launcher(ZERO3, 8, main_process_port=29500), tmp_path / "run.yaml")
+    assert command[:3] == [sys.executable, "-m", "gc2po.workflow.node_launch"]
+    machines = command.index("--num_machines")
+    assert command[machines : machines + 2] == ["--num_machines", "2"]
+    assert command[3:machines] == one[3 : one.index("--main_process_port")]
+    assert command[machines + 2 :] == one[one.index("--main_process_port") :]
+    assert launch.srun_command(two, threads=32) == [
+        "srun",
+        "--nodes=2",
+        "--ntasks=2",
+        "--ntasks-per-node=1",
+        "--cpus-per-task=32",
+        "--kill-on-bad-exit=1",
+    ]
+
+
+def test_slurm_resources_of_a_multi_node_job():
+    assert launch.slurm_node_resources(None, gpu=True) == {}
+    assert launch.slurm_node_resources(launcher(ZERO3, 8), gpu=True) == {}
+    two = launcher(ZERO3, 8, num_machines=2, main_process_port=29500)
+    assert launch.slurm_node_resources(two, gpu=True) == {
+        "nodes": 2,
+        "tasks": 2,
+        "tasks_per_gpu": 0,
+        "mpi": "srun",
+        "slurm_extra": "--ntasks-per-node=1",
+        "gres": "gpu:4",  # per node
+    }
+    assert "gres" not in launch.slurm_node_resources(two, gpu=False)  # CPU-sized runs
 
 
 def test_command_for_cpu_exports_use_cpu_and_a_free_port():

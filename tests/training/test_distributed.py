@@ -1,10 +1,12 @@
 """Two processes under `accelerate launch` (CPU, gloo) train like one: groups split across the
-processes are normalised whole, and only rank 0 writes checkpoints and metrics."""
+processes are normalised whole, and only rank 0 writes checkpoints and metrics. Two machines
+(two launchers on localhost, as SLURM starts one per node) train like one machine."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from safetensors.torch import load_file
 
 from gc2po.workflow.launch import launcher_command
 
@@ -148,3 +151,63 @@ def test_accelerate_launch_runs_gc2po_train_unchanged(tiny_model_dir, testbed_tr
     ]
     assert [r["step"] for r in records if "loss" in r] == [1, 2]
     assert sys.executable  # the launcher runs this interpreter
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_machines_on_localhost_train_like_one_machine(
+    split_and_whole, tiny_model_dir, testbed_train_file, tmp_path
+):
+    """launcher.num_machines 2: one launcher per "node" (gc2po.workflow.node_launch, with the
+    environment srun gives each task), one process each, against one machine running both
+    processes (split_and_whole): the same total processes and global batch give the same
+    batches, advantages and final weights (to 1e-6)."""
+    method = "gc2po"
+    run = write_run(tmp_path, "machines", tiny_model_dir, testbed_train_file, method, 2)
+    two = {"config_file": str(CPU_CONFIG), "num_processes": 2, "num_machines": 2}
+    command = launcher_command({**two, "main_process_port": free_port()}, "RUN")
+    prefix = command[: command.index("-m", command.index("gc2po.workflow.node_launch") + 1)]
+    helper = str(ROOT / "tests" / "training" / "distributed_helper.py")
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "OMP_NUM_THREADS": "1",
+        "SLURM_STEP_NODELIST": "localhost",  # the first node runs the main process
+        "SLURM_STEP_NUM_NODES": "2",
+    }
+    nodes = [
+        subprocess.Popen(
+            [*prefix, helper, str(run), str(tmp_path / "dump")],
+            env={**env, "SLURM_NODEID": str(rank)},
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    outputs = [node.communicate(timeout=900)[0] for node in nodes]
+    for rank, (node, output) in enumerate(zip(nodes, outputs)):
+        assert node.returncode == 0, f"machine {rank}:\n{output[-6000:]}"
+        assert f"--machine_rank {rank} --main_process_ip localhost" in output
+    # both ranks dumped: one process on each machine, ranks 0 and 1 of one world
+    machines, whole = by_row(tmp_path / "dump"), by_row(split_and_whole / f"dump_{method}_2")
+    assert sorted(p.name for p in (tmp_path / "dump").iterdir()) == ["rank0.pt", "rank1.pt"]
+    assert sorted(machines) == sorted(whole) == [0, 1]
+    for step in whole:
+        assert sorted(machines[step]) == sorted(whole[step]) == [0, 1, 2, 3]
+        for row, (ids, adv) in whole[step].items():
+            assert torch.equal(machines[step][row][0], ids)
+            torch.testing.assert_close(machines[step][row][1], adv, atol=1e-6, rtol=0)
+    weights = load_file(tmp_path / "machines" / "final" / "model.safetensors")
+    reference = load_file(split_and_whole / f"{method}_2" / "final" / "model.safetensors")
+    initial = load_file(Path(tiny_model_dir) / "model.safetensors")
+    assert sorted(weights) == sorted(reference)
+    for name, tensor in reference.items():
+        torch.testing.assert_close(weights[name], tensor, atol=1e-6, rtol=0, msg=name)
+    assert any(not torch.equal(initial[n], reference[n]) for n in reference if n in initial)

@@ -7,6 +7,7 @@ import sys
 import gc2po.workflow.plan as plan
 import gc2po.workflow.report_plan as report_plan
 from gc2po.workflow.config_check import checked
+from gc2po.workflow.launch import slurm_node_resources
 from gc2po.data.tasks import TESTBED as TESTBED_TASK
 from gc2po.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile, EvalFile,
                           RunDir, eval_root, figure_file, report_page, table_file)
@@ -33,6 +34,7 @@ DATASETS = config.get("datasets") or {}  # mode benchmark: dataset key -> loader
 RUNS = plan.runs(config, METHOD_FACTS)  # run label -> plan.Run (method, own settings, base models it runs on)
 JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config, METHOD_FACTS)}
 LAUNCHER = config["train"].get("launcher")  # None: one process, no accelerate
+MACHINES = (LAUNCHER or {}).get("num_machines", 1)  # nodes of a training job (SLURM)
 MODELS = ["base"] + list(RUNS)  # evaluated per base model: the base itself and every run trained on it
 # Rules that reach the internet (Hugging Face Hub, PyPI). The Snakefile makes them localrules:
 # on a cluster they run on the submit host and fill the cache that jobs read offline.
@@ -72,16 +74,19 @@ def training_job(wildcards):
     return JOBS[(wildcards.base, wildcards.run, int(wildcards.seed))]
 
 
-def train_command(wildcards, input):
-    """The training job's command line: gc2po train, under accelerate launch with a launcher."""
+def train_command(wildcards, input, threads):
+    """The training job's command line: gc2po train, under accelerate launch with a launcher;
+    with num_machines > 1, one launcher per node started by srun (gc2po.workflow.launch)."""
     import shlex
 
-    from gc2po.workflow.launch import launcher_command
+    from gc2po.workflow.launch import launcher_command, num_machines, srun_command
 
     if LAUNCHER is None:
         command = ["python3", "-m", "gc2po.cli", "train", "--config", input.run_config]
     else:  # the job environment's interpreter (conda env, cluster node), not Snakemake's
         command = launcher_command(LAUNCHER, input.run_config, python="python3")
+        if num_machines(LAUNCHER) > 1:
+            command = srun_command(LAUNCHER, threads) + command
     return shlex.join(command)
 
 

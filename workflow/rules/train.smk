@@ -1,7 +1,8 @@
 # RL training: one job per (base model, run, seed). A local rule writes the resolved run config
 # beside the run (what ran is on disk); the job trains from that file, under `accelerate launch`
-# (one task, N processes) when the config names a launcher. A rerun of a killed job resumes from
-# its last checkpoint when the run config is unchanged and starts over when it changed.
+# (one task, N processes) when the config names a launcher; one such task per node with
+# launcher.num_machines > 1. A rerun of a killed job resumes from its last checkpoint when the
+# run config is unchanged and starts over when it changed.
 
 
 localrules:
@@ -40,6 +41,9 @@ rule train:
     resources:
         mem_mb=4000 if not GPU else 512000,
         runtime=60 if not GPU else 2880,
-        gpu=0 if not GPU else int((LAUNCHER or {}).get("num_processes", 1)),
+        # num_machines M > 1: nodes=M, one task per node; mem_mb, threads and the GPUs
+        # (--gres=gpu:N/M, not gpu) are per node (gc2po.workflow.launch.slurm_node_resources)
+        gpu=0 if not GPU or MACHINES > 1 else int((LAUNCHER or {}).get("num_processes", 1)),
+        **slurm_node_resources(LAUNCHER, GPU),
     shell:
         "OMP_NUM_THREADS={threads} {params.command} > {log} 2>&1"
