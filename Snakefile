@@ -27,6 +27,13 @@ from gc2po.reporting import report_guard
 
 report_guard.install(workflow.overwrite_configfiles)
 
+# A cluster profile's placeholder values (CHANGE_ME_... in workflow/profiles/slurm) stop a run
+# before any job is submitted, naming each key; a dry run prints its plan and names them
+# (gc2po.workflow.profile_check)
+from gc2po.workflow import profile_check
+
+profile_check.install(workflow)
+
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,9 @@ def as_run(command: str) -> list[str]:
     words = shlex.split(command)
     program, rest = words[0], words[1:]
     if program == "snakemake":
+        if shutil.which("conda") is None and "--sdm" in rest:  # even a dry run asks conda
+            at = rest.index("--sdm")
+            rest = rest[:at] + rest[at + 2 :]
         return [sys.executable, "-m", "snakemake", "-n", "--forceall", *rest]
     if program == "gc2po":
         # ``gc2po methods`` needs no input and runs as it is; another subcommand shows its help
