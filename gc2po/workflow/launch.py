@@ -48,6 +48,8 @@ class AccelerateSettings:
     zero_stage: int | None  # DeepSpeed ZeRO stage; None without DeepSpeed
     bf16: bool | str | None  # DeepSpeed bf16.enabled as written (True, False or "auto")
     num_machines: int | None = None  # as written in the file (None: not set)
+    # deepspeed_config.deepspeed_multinode_launcher (None: not set, accelerate's pdsh)
+    deepspeed_multinode_launcher: str | None = None
 
     @property
     def uses_deepspeed(self) -> bool:
@@ -143,6 +145,9 @@ def read_accelerate_config(
         zero_stage=stage,
         bf16=bf16,
         num_machines=machines,
+        deepspeed_multinode_launcher=(config.get("deepspeed_config") or {}).get(
+            "deepspeed_multinode_launcher"
+        ),
     )
 
 
@@ -208,6 +213,17 @@ def _check_process_count(
             f"{machines} disagrees with num_machines: {settings.num_machines} in {settings.path} "
             f"(the launcher's count is passed to accelerate; leave the file's at 1)",
         )
+    if machines > 1 and settings.uses_deepspeed:
+        # any other launcher (pdsh, mpi, ...) would start every node's processes from each node
+        if settings.deepspeed_multinode_launcher != "standard":
+            raise _fail(
+                where,
+                "config_file",
+                f"{settings.path}: num_machines {machines} with DeepSpeed needs "
+                f"deepspeed_config.deepspeed_multinode_launcher: standard (one torchrun per node, "
+                f"as the shipped configs set), got "
+                f"{settings.deepspeed_multinode_launcher or 'unset (pdsh)'}",
+            )
     if settings.num_processes is not None and settings.num_processes != num:
         raise _fail(
             where,
@@ -352,8 +368,10 @@ def slurm_node_resources(launcher: Mapping[str, Any] | None, gpu: bool) -> dict[
     Read by snakemake-executor-plugin-slurm 2.8: ``nodes`` gives ``--nodes=M``; ``mpi`` makes
     the job run the rule's shell command itself, without wrapping it in ``srun -n1`` (the
     command starts its own step, :func:`srun_command`); with ``mpi`` the plugin needs a task
-    count: ``tasks`` M gives ``--ntasks=M`` (one per node, ``slurm_extra`` says so) and
-    ``tasks_per_gpu`` 0 keeps it from also becoming ``--ntasks-per-gpu``. GPUs per node
+    count: ``tasks`` M gives ``--ntasks=M``, which with ``--nodes=M`` is one task per node, and
+    ``tasks_per_gpu`` 0 keeps it from also becoming ``--ntasks-per-gpu``. No ``slurm_extra``
+    (``--ntasks-per-node=1`` would say the same): a profile's ``slurm_extra`` for the rule, or
+    the ``--test-only`` preview of docs/cluster.md, would replace it or be replaced. GPUs per node
     (``gpu``): N / M through ``gres`` (``--gres=gpu:G``, a per-node count; the ``gpu``
     resource's ``--gpus`` counts the whole job, which SLURM may spread unevenly).
     """
@@ -365,7 +383,6 @@ def slurm_node_resources(launcher: Mapping[str, Any] | None, gpu: bool) -> dict[
         "tasks": machines,
         "tasks_per_gpu": 0,
         "mpi": "srun",
-        "slurm_extra": "--ntasks-per-node=1",
     }
     if gpu:
         resources["gres"] = f"gpu:{launcher['num_processes'] // machines}"

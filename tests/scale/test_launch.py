@@ -204,6 +204,22 @@ def test_accelerate_config_disagreeing_on_num_machines(tmp_path):
     validate_launcher(launcher(ZERO3, 16, num_machines=4, main_process_port=29500), PAPER_TRAINER)
 
 
+def test_deepspeed_on_several_machines_needs_the_standard_launcher(tmp_path):
+    config = yaml.safe_load(Path(ZERO2).read_text())
+    del config["deepspeed_config"]["deepspeed_multinode_launcher"]
+    config["deepspeed_config"]["deepspeed_config_file"] = str(CONFIGS / "deepspeed_zero2.json")
+    (tmp_path / "pdsh.yaml").write_text(yaml.safe_dump(config))
+    two = {"num_machines": 2, "main_process_port": 29500}
+    with pytest.raises(
+        ValueError,
+        match=r"^launcher\.config_file: .*pdsh\.yaml: num_machines 2 with DeepSpeed needs "
+        r"deepspeed_config\.deepspeed_multinode_launcher: standard .*got unset \(pdsh\)",
+    ):
+        validate_launcher(launcher(str(tmp_path / "pdsh.yaml"), 8, **two), PAPER_TRAINER)
+    validate_launcher(launcher(str(tmp_path / "pdsh.yaml"), 8), PAPER_TRAINER)  # one machine
+    validate_launcher(launcher(ZERO2, 8, **two), PAPER_TRAINER)  # the shipped config
+
+
 def test_config_accelerate_rejects_is_named(tmp_path):
     config = tmp_path / "typo.yaml"
     config.write_text(yaml.safe_dump({"distributed_type": "MULTI_GPU", "num_proceses": 2}))
@@ -268,7 +284,6 @@ def test_slurm_resources_of_a_multi_node_job():
         "tasks": 2,
         "tasks_per_gpu": 0,
         "mpi": "srun",
-        "slurm_extra": "--ntasks-per-node=1",
         "gres": "gpu:4",  # per node
     }
     assert "gres" not in launch.slurm_node_resources(two, gpu=False)  # CPU-sized runs

