@@ -193,6 +193,10 @@ def config_path_exists(keys: list[str]) -> bool:
     file uses)."""
     node = schema()
     for i, key in enumerate(keys):
+        if key.endswith("[]"):  # a list's items (docs/config-reference.md: report.dose_response[])
+            key = key.removesuffix("[]")
+            node = node.get("properties", {}).get(key, {}).get("items", {})
+            continue
         if key == "trainer" and i + 1 < len(keys):
             return keys[i + 1] in trainer_fields()
         properties = node.get("properties", {})

@@ -67,7 +67,7 @@ def type_of(node: dict) -> str:
     if node.get("$ref") == "#/$defs/method":
         return "method name"
     if "enum" in node:
-        return "one of " + ", ".join(f"`{v}`" for v in node["enum"])
+        return "one of " + ", ".join(map(str, node["enum"]))
     kind = node.get("type", "any")
     kinds = [kind] if isinstance(kind, str) else list(kind)
     words = []
