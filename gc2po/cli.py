@@ -148,6 +148,15 @@ def method_lines(method) -> list[str]:
         fields = dataclasses.fields(method.settings)
         shown = ", ".join(f"{f.name}={f.default!r}" for f in fields)
         lines.append(f"  settings (method_args): {shown}")
+    if method.signal_from_config:  # a form: its signal is a trainer setting
+        from gc2po.training.signals import SIGNALS
+
+        lines.append(
+            f"  signal (trainer.cf_signal): one of {', '.join(SIGNALS)} (default r_cf); "
+            "cf_signal_rho (in (0, 1]) noises the oracle"
+        )
+    elif method.preset_of is not None:
+        lines.append(f"  preset of {method.preset_of} with cf_signal: {method.fixed['cf_signal']}")
     if method.sweeps:
         lines.append(f"  sweeps: {', '.join(method.sweeps)}")
     return lines

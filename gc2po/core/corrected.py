@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import torch
 
-from gc2po.core.groups import Gather, check_episode_inputs, group_normalised
+from gc2po.core.groups import Gather, check_episode_inputs, check_shape, group_normalised
 
 
 class CorrectedAdvantages(NamedTuple):
@@ -142,6 +142,33 @@ def additive_token_advantages(
     return CorrectedAdvantages(
         adv.float(), outcome, torch.where(scored, sequence, torch.zeros_like(sequence)), std
     )
+
+
+def floor_binding_share(
+    signal_std: torch.Tensor,
+    in_group: torch.Tensor,
+    row_index: torch.Tensor,
+    group_size: int,
+    cf_std_floor: float,
+) -> torch.Tensor:
+    """How often the std floor binds: the share of groups whose signal std is below
+    ``cf_std_floor`` (there the floor, not the signal's spread, divides the z-score).
+
+    signal_std [B] (``CorrectedAdvantages.signal_std``, the row's group's), in_group [B] bool (the
+    row is scored and has an episode token: it enters its group's statistics), row_index [B] ->
+    0-dim float64 over the groups with such a row (0 where there is none), each group counted
+    once. The signal audit's ``floor_binds`` (``gc2po.audit.training_stats``) on a training batch.
+    """
+    check_shape("in_group", in_group, tuple(signal_std.shape))
+    check_shape("row_index", row_index, tuple(signal_std.shape))
+    counted = in_group.bool()
+    if not bool(counted.any()):
+        return torch.zeros((), dtype=torch.float64)
+    group = row_index.long()[counted] // group_size
+    groups, first = torch.unique(group, return_inverse=True)
+    below = torch.zeros(len(groups), dtype=torch.bool, device=signal_std.device)
+    below[first] = signal_std[counted] < cf_std_floor  # one std per group: any row's will do
+    return below.double().mean()
 
 
 class FlipLambda(NamedTuple):

@@ -89,9 +89,14 @@ class Method:
     # a per-episode signal in batch.r_cf: R_cf from episode states (computable in the loss
     # forward), or the signal its cf_signal names (gc2po.training.signals), at generation
     needs_cf: bool = False
-    # its cf_signal is one value per completion (batch.r_cf [B, 1]), not one per episode: the
-    # gated oracle control's f x p_rho (gc2po.training.signals.oracle_signal)
+    # with cf_signal oracle, its signal is one value per completion (batch.r_cf [B, 1]), not one
+    # per episode: the gated reward f x p_rho, p_rho computed as the oracle computes p (it divides
+    # by the problem's number of steps, which only the oracle reads;
+    # gc2po.training.signals.oracle_signal). Other signals stay per episode
     trajectory_signal: bool = False
+    # a form that takes its per-episode signal from the run's config (trainer.cf_signal, any of
+    # gc2po.training.signals.SIGNALS; default r_cf) instead of fixing one: gc2po_add, grpo_gated
+    signal_from_config: bool = False
     needs_rollout_states: bool = (
         False  # episode-end states before the loss (ReST's value head, GCPO)
     )
@@ -114,6 +119,8 @@ class Method:
     role: str = "baseline"  # one of ROLES
     # the settings a workflow config's ``sweeps`` may vary for this method (one run per value)
     sweeps: tuple[str, ...] = ()
+    # the form this method is a preset of (``register_preset``): that method with ``fixed``
+    preset_of: str | None = None
 
     def check_fixed(self, settings: dict[str, Any]) -> None:
         """Refuse settings that give a field this method fixes another value (ValueError naming
@@ -214,8 +221,48 @@ def register_variant(
         order=order,
         role="ablation",
         sweeps=(),
+        signal_from_config=False,  # an ablation of R_cf's parts or weight trains R_cf
     )
     return _add(variant, caller_site())
+
+
+def register_preset(
+    of: str,
+    name: str,
+    summary: str,
+    *,
+    fixed: dict[str, Any],
+    display_name: str,
+    colour: str,
+    order: int,
+    fidelity: str,
+    role: str = "baseline",
+    sweeps: tuple[str, ...] = (),
+    **overrides: Any,
+) -> Method:
+    """Register form ``of`` (a method with ``signal_from_config``) under another name with its
+    signal fixed (``fixed={"cf_signal": "sibling_agreement"}``): a name that earlier configs and
+    results use, kept as that form with one setting. It keeps its own display name, colour,
+    place in tables, role and sweeps; ``overrides`` replace other fields of the form (a control's
+    ``local_groups``, the f x p control's own reward and advantages). A new pairing of a form and
+    a signal needs no preset: a workflow config's ``variants`` gives ``trainer.cf_signal``."""
+    base = METHODS.get(of)
+    preset = dataclasses.replace(
+        base,
+        name=name,
+        summary=summary,
+        fixed={**base.fixed, **fixed},
+        display_name=display_name,
+        colour=colour,
+        order=order,
+        fidelity=fidelity,
+        role=role,
+        sweeps=sweeps,
+        signal_from_config=False,
+        preset_of=of,
+        **overrides,
+    )
+    return _add(preset, caller_site())
 
 
 def _add(method: Method, site: str) -> Method:

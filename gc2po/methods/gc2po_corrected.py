@@ -1,5 +1,9 @@
 """The corrected GC2PO (additive form) and its ablations: a departure from the paper
-(``gc2po.core.corrected``; docs/method.md says why).
+(``gc2po.core.corrected``; docs/method.md says why). Its per-episode signal is the run's
+``cf_signal`` (default R_cf): ``{method: gc2po_add, trainer: {cf_signal: sibling_agreement}}``
+pairs it with another signal in one config line; ``gc2po_add_oracle``, ``gc2po_add_answer``,
+``gc2po_add_agree`` and ``gc2po_add_operand`` are presets of it. Each step logs
+``advantages/floor_binds``, the share of the batch's groups whose signal std the floor replaces.
 
 Chosen over the multiplicative GRPO-scaled form (A_t = A^ S'_l / s_k): that form gives every
 token its trajectory's sign, so inside a failed trajectory it pushes hardest on the episodes
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import torch
 
-from gc2po.core.corrected import additive_token_advantages
+from gc2po.core.corrected import additive_token_advantages, floor_binding_share
 from gc2po.methods.base import RolloutBatch, advantage_metrics, register_method
 from gc2po.methods.gc2po import register_ablations
 
@@ -50,6 +54,8 @@ KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="res
     order=90,
     role="corrected",
     sweeps=("lambda_exp", "lambda_cf", "cf_std_floor"),
+    # its signal is the run's cf_signal (default R_cf): a pairing is a config line (docs/method.md)
+    signal_from_config=True,
     **KIND,
 )
 def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
@@ -75,6 +81,11 @@ def gc2po_add_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dic
     outcome = result.outcome_advantages.float().unsqueeze(-1).expand_as(adv)
     flipped = (adv * outcome < 0) & mask
     metrics["advantages/sign_flip_frac"] = flipped.float().sum().item() / max(1, int(mask.sum()))
+    # share of this batch's groups (with an episode) whose signal std the floor replaces
+    in_group = torch.isfinite(batch.rewards) & (mask & (batch.episode_ids >= 0)).any(-1)
+    metrics["advantages/floor_binds"] = floor_binding_share(
+        result.signal_std, in_group, batch.row_index, batch.group_size, config.cf_std_floor
+    ).item()
     return adv, metrics
 
 

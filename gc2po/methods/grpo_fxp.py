@@ -8,17 +8,20 @@ process validity computed, as the oracle computes p, from the per-episode validi
 a within-group correlation rho given f (``gc2po.core.signals.mix_to_correlation``, clamped to
 [0, 1]: ``gc2po.core.signals.gated_validity``). At rho 1 it is f x p exactly. The axis is the one
 R_cf's measured rho lives on, so the sweep answers how good a process reward must be in the form
-that uses it as a gate on the outcome."""
+that uses it as a gate on the outcome.
+
+It is the gated form (``grpo_gated``) with the oracle fixed and f x p as its own reward (logged
+as ``rewards/outcome_x_validity/mean``); ``{method: grpo_gated, trainer: {cf_signal: oracle,
+cf_signal_rho: 0.07}}`` trains the same advantages under another name."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import torch
 
 from gc2po.data.tasks import TESTBED
-from gc2po.methods.base import RolloutBatch, register_method
+from gc2po.methods.base import RolloutBatch, register_preset
 from gc2po.methods.grpo import grpo_advantages
+from gc2po.methods.grpo_gated import grpo_gated_advantages
 
 
 def outcome_x_validity(prompts, completions, meta_json, **kwargs) -> list[float]:
@@ -33,31 +36,32 @@ def outcome_x_validity(prompts, completions, meta_json, **kwargs) -> list[float]
 outcome_x_validity.reward_range = (0.0, 1.0)
 
 
-@register_method(
+def grpo_fxp_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
+    """GRPO's advantages of the reward it trained on: f x p (``batch.rewards``, its own reward
+    function's), or with ``cf_signal_rho`` the gated form's on f x p_rho (``batch.r_cf`` [B, 1],
+    the oracle signal of a trajectory). Without rho, ``grpo_gated`` with ``cf_signal: oracle``
+    trains on the trajectory signal f x p, which is this reward exactly
+    (tests/methods/test_forms.py)."""
+    if config.cf_signal_rho is None:
+        return grpo_advantages(batch, config)
+    return grpo_gated_advantages(batch, config)
+
+
+register_preset(
+    "grpo_gated",
     "grpo_fxp",
     "Control (oracle): GRPO on the reward f x p, outcome times the oracle's process validity",
+    fixed={"cf_signal": "oracle"},
     display_name="Control (oracle): GRPO on f x p",
-    role="control",
     colour="#2f4f4f",
     order=120,
-    rewards={TESTBED: outcome_x_validity},
-    # the oracle's signal, one value per completion (f x p_rho), mixed within each group: a
-    # group's completions must sit on one process
-    needs_episodes=True,
-    needs_cf=True,
-    trajectory_signal=True,
-    local_groups=True,
-    fixed={"cf_signal": "oracle"},
+    role="control",
     sweeps=("cf_signal_rho",),
     fidelity="not in any paper: a positive control with the testbed oracle's process validity; "
     "GRPO otherwise",
+    rewards={TESTBED: outcome_x_validity},
+    advantages=grpo_fxp_advantages,
+    # as registered before the generic form existed (the oracle's signal needs no states)
+    nonnegative_rewards=False,
+    cf_state="episode_end",
 )
-def grpo_fxp_advantages(batch: RolloutBatch, config) -> tuple[torch.Tensor, dict]:
-    """GRPO's advantages of the reward it trained on: f x p (``batch.rewards``), or with
-    ``cf_signal_rho`` f x p_rho (``batch.r_cf`` [B, 1], the oracle signal of a trajectory)."""
-    if config.cf_signal_rho is None:
-        return grpo_advantages(batch, config)
-    gated = batch.r_cf[:, 0].to(batch.rewards)
-    # a row no reward function scored stays unscored (NaN: advantage 0, out of its group)
-    rewards = torch.where(torch.isfinite(batch.rewards), gated, batch.rewards)
-    return grpo_advantages(dataclasses.replace(batch, rewards=rewards), config)

@@ -47,19 +47,20 @@ cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group s
     a floor of 0.001 gives the bonus 42% of the advantage variance, 0.1 gives it 16%.
 cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to
     +-cf_z_clip.
-cf_signal (`str`, defaults to `"r_cf"`): corrected GC2PO: the per-episode signal it z-scores,
-    one of `gc2po.training.signals.SIGNALS`: `"r_cf"` (the paper's counterfactual reward),
-    `"oracle"` (the testbed oracle's episode validity: a control), `"answer_dependence"`
-    (the fall in the final answer's log-probability without the episode; beyond the paper),
+cf_signal (`str`, defaults to `"r_cf"`): the per-episode signal of a form that takes it from
+    the config (`gc2po_add`, the additive corrected GC2PO; `grpo_gated`, GRPO on f x g), one of
+    `gc2po.training.signals.SIGNALS`: `"r_cf"` (the paper's counterfactual reward), `"oracle"`
+    (the testbed oracle's episode validity: a control), `"answer_dependence"` (the fall in the
+    final answer's log-probability without the episode; beyond the paper),
     `"sibling_agreement"` (the share of the group's other completions whose same step writes
     the same equation; beyond the paper) or `"operand_sensitivity"` (the fall of the written
-    result's log-probability when the episode's operand is changed; beyond the paper). A
-    signal other than R_cf is set by the method that owns it (`gc2po_add_oracle`,
-    `gc2po_add_answer`, `gc2po_add_agree`, `gc2po_add_operand`, and `grpo_fxp`, whose oracle
-    signal is its gated reward f x p), so tables name it.
+    result's log-probability when the episode's operand is changed; beyond the paper). A preset
+    fixes it (`gc2po_add_oracle`, `gc2po_add_answer`, `gc2po_add_agree`, `gc2po_add_operand`,
+    `grpo_gated_agree`, `grpo_fxp`); every other method reads R_cf or none, and refuses another.
 cf_signal_rho (`float` or `None`): with `cf_signal: oracle`, add noise to the oracle's validity
     to this within-group correlation given f, in [1e-6, 1] (`None` or 1: the validity itself).
-    For `grpo_fxp` the reward becomes f x p_rho, p computed from that noisy validity.
+    The gated form's reward becomes f x p_rho, p computed from that noisy validity. The oracle
+    only: another signal's correlation with validity is measured, not set.
 
 > Training machinery
 
@@ -149,7 +150,9 @@ class GC2POConfig(GRPOConfig):
     )
     cf_std_floor: float = _help("Corrected GC2PO: floor on the group std of R_cf.", 0.1)
     cf_z_clip: float = _help("Corrected GC2PO: R_cf z-scores are clamped to +-cf_z_clip.", 3.0)
-    cf_signal: str = _help(f"Corrected GC2PO's per-episode signal, one of {list(SIGNALS)}.", "r_cf")
+    cf_signal: str = _help(
+        f"gc2po_add's and grpo_gated's per-episode signal, one of {list(SIGNALS)}.", "r_cf"
+    )
     cf_signal_rho: float | None = _help(
         "cf_signal oracle: validity plus noise to this within-group correlation given f, in "
         "[1e-6, 1] (1: the validity itself)."

@@ -12,7 +12,7 @@ from gc2po.core.perturbations import build_perturbation
 from gc2po.core.signals import MIN_RHO
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
-from gc2po.training.signals import SIGNALS
+from gc2po.training.signals import SIGNALS, needs_whole_groups
 
 PRECISIONS = ("bf16-mixed", "bf16", "fp32")
 
@@ -70,16 +70,22 @@ def check_gc2po_fields(config, method) -> None:
 
 
 def check_signal(config, method) -> None:
-    """``cf_signal`` is one of SIGNALS and the method's own (a signal other than R_cf is a
-    method's definition, so that tables name it); ``cf_signal_rho`` mixes the oracle only."""
+    """``cf_signal`` is one of SIGNALS and one the method takes: any, for a form that takes its
+    signal from the config (``Method.signal_from_config``: ``gc2po_add``, ``grpo_gated``); else
+    its own (a preset's fixed signal, R_cf for the rest). ``cf_signal_rho`` mixes the oracle
+    only: its noise is built around the oracle's validity to a chosen correlation with it, which
+    for any other signal is a measured property, not a setting."""
     if config.cf_signal not in SIGNALS:
         raise ValueError(f"cf_signal must be one of {list(SIGNALS)}, got {config.cf_signal!r}")
     own = method.fixed.get("cf_signal", "r_cf")
-    if config.cf_signal != own:
+    if not method.signal_from_config and config.cf_signal != own:
+        from gc2po.methods import METHODS
+
+        forms = [name for name, m in METHODS.items() if m.signal_from_config]
         raise ValueError(
-            f"cf_signal {config.cf_signal!r} is the definition of its own method (see "
-            f"gc2po.methods: gc2po_add_oracle, gc2po_add_answer); method {config.method!r} "
-            f"uses {own!r}: remove cf_signal or train that method"
+            f"cf_signal {config.cf_signal!r}: method {config.method!r} uses {own!r}; remove "
+            f"cf_signal, or train a form that takes it from the config ({', '.join(forms)}), "
+            f"e.g. method: {forms[0]} with trainer.cf_signal: {config.cf_signal}"
         )
     rho = config.cf_signal_rho
     if rho is not None and (config.cf_signal != "oracle" or not MIN_RHO <= rho <= 1):
@@ -125,9 +131,11 @@ def check_batch_layout(config, method) -> None:
             "sampling_ratio_pass to true (one extra forward pass)"
         )
     rows = config.per_device_train_batch_size * config.steps_per_generation
-    if method.local_groups and rows % config.num_generations:
+    local = method.local_groups or needs_whole_groups(config.cf_signal, config.cf_signal_rho)
+    if local and rows % config.num_generations:
         raise ValueError(
-            f"method {config.method!r} needs every group on one process: "
+            f"method {config.method!r} (cf_signal {config.cf_signal!r}) needs every group on "
+            "one process: "
             f"per_device_train_batch_size ({config.per_device_train_batch_size}) x "
             "steps_per_generation must be a multiple of "
             f"num_generations ({config.num_generations})"

@@ -1,13 +1,15 @@
-"""The per-episode signal of the corrected GC2PO (``cf_signal``) for a generation batch: the
-value that stands in ``batch.r_cf`` when ``gc2po.core.corrected.additive_token_advantages``
-z-scores it (lambda_cf, floor, clip unchanged).
+"""The per-episode signal (``cf_signal``) for a generation batch: the value that stands in
+``batch.r_cf`` when the additive form (``gc2po.core.corrected.additive_token_advantages``)
+z-scores it (lambda_cf, floor, clip unchanged) or the gated form (``gc2po.core.gated``) builds
+its gate from it. ``gc2po_add`` and ``grpo_gated`` take it from the run's config; their presets
+fix it.
 
 - ``r_cf``: the paper's counterfactual reward from the episode states
   (``gc2po.training.scoring``; the default, unchanged);
 - ``oracle``: the testbed oracle's validity of each episode (testbed task only), or, with
   ``cf_signal_rho``, that validity plus noise to a within-group correlation rho given f
   (``gc2po.core.signals.mix_to_correlation``; at rho 1 the validity itself): a control, not a
-  method one could deploy. For the gated control (``grpo_fxp``, a method with
+  method one could deploy. For the gated form (``grpo_gated``, ``grpo_fxp``: methods with
   ``trajectory_signal``) it is one value per completion, [B, 1]: f x p_rho, the process validity
   computed from that per-episode signal (``gc2po.core.signals.gated_validity``);
 - ``answer_dependence`` (beyond the paper): the fall in the log-probability of the final answer
@@ -40,6 +42,13 @@ from gc2po.training.episodes import EpisodeBatch
 # the last two: from the policy alone, beyond the paper (gc2po.training.signals_policy)
 SIGNALS = ("r_cf", "oracle", "answer_dependence", "sibling_agreement", "operand_sensitivity")
 FINAL_BOX = re.compile(r"\\boxed\{([^{}]*)\}")  # the final answer is the last box's content
+
+
+def needs_whole_groups(cf_signal: str, rho: float | None) -> bool:
+    """The signal of a row depends on its group's other rows, so a group's completions must sit
+    on one process: sibling agreement (each episode against its siblings) and the noised oracle
+    (the noise is mixed within each group)."""
+    return cf_signal == "sibling_agreement" or (cf_signal == "oracle" and rho is not None)
 
 
 def testbed_problem(question: str | None, meta_json: str):

@@ -26,7 +26,9 @@ from gc2po.layout import RunDir, resources_dir, results_dir
 from gc2po.workflow import method_facts as mf
 from gc2po.workflow.config_schema import DEFAULT_PATH
 
-SETTING_NAMES = {"cf_signal_rho": "rho", "cf_std_floor": "std floor"}  # in display names
+# in display names: a variant {method: grpo_gated, trainer: {cf_signal: r_cf}} is
+# "GRPO on f x g (gated, signal = r_cf)"
+SETTING_NAMES = {"cf_signal": "signal", "cf_signal_rho": "rho", "cf_std_floor": "std floor"}
 
 
 def __getattr__(name: str):

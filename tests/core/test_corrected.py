@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gc2po.core.corrected import additive_token_advantages, flip_lambda
+from gc2po.core.corrected import additive_token_advantages, flip_lambda, floor_binding_share
 from gc2po.core.groups import grpo_advantage
 from tests.core.group_builder import build, completions, split, stretch
 
@@ -155,6 +155,24 @@ def test_the_group_std_before_the_floor_is_reported_by_hand():
     torch.testing.assert_close(result.signal_std, torch.full((2,), 0.5**0.5, dtype=torch.float64))
     bonus = result.token_advantages[0, :2] - result.outcome_advantages[0].float()
     torch.testing.assert_close(bonus, torch.full((2,), -1.0))
+
+
+def test_the_share_of_groups_where_the_floor_binds_by_hand():
+    # rows shuffled (row_index 3, 1, 2, 0, 4, 5; groups of 2): group 0 has sd 1 (R_cf 1 and 3),
+    # group 1 sd 0.05, group 2 no scored row with an episode (not counted)
+    rows = torch.tensor([3, 1, 2, 0, 4, 5])
+    std = torch.tensor([0.05, 1.0, 0.05, 1.0, 0.0, 0.0], dtype=torch.float64)
+    in_group = torch.tensor([True, True, False, True, False, False])
+    assert floor_binding_share(std, in_group, rows, 2, 0.1).item() == 0.5  # group 1 only
+    assert floor_binding_share(std, in_group, rows, 2, 0.001).item() == 0.0  # binds nowhere
+    assert floor_binding_share(std, in_group, rows, 2, 2.0).item() == 1.0
+    nobody = torch.zeros(6, dtype=torch.bool)
+    assert floor_binding_share(std, nobody, rows, 2, 0.1).item() == 0.0
+    # from the advantages themselves: R_cf constant in a group has sd 0, which any floor replaces
+    flat = corrected([(1.0, [(2, 0.5, 1.0)]), (0.0, [(3, 0.5, 1.0)])], 0.8)
+    assert flat.signal_std.tolist() == [0.0, 0.0]
+    share = floor_binding_share(flat.signal_std, torch.ones(2).bool(), torch.arange(2), 2, 1e-9)
+    assert share.item() == 1.0
 
 
 # -- lambda_cf calibration ------------------------------------------------------------------------

@@ -78,9 +78,9 @@ def test_the_gated_dose_response_trains_on_f_x_p_rho():
     batch = RolloutBatch(
         rewards, torch.arange(8), 4, torch.ones(8, 3, dtype=torch.bool), lambda t: t, r_cf=gated
     )
-    plain, _ = grpo_fxp_advantages(batch, SimpleNamespace(cf_signal_rho=None))
+    plain, _ = grpo_fxp_advantages(batch, SimpleNamespace(cf_signal="oracle", cf_signal_rho=None))
     torch.testing.assert_close(plain, grpo_advantage(rewards.view(2, 4)).reshape(-1))
-    noisy, _ = grpo_fxp_advantages(batch, SimpleNamespace(cf_signal_rho=0.3))
+    noisy, _ = grpo_fxp_advantages(batch, SimpleNamespace(cf_signal="oracle", cf_signal_rho=0.3))
     expected = grpo_advantage(torch.where(rewards.isnan(), rewards, gated[:, 0]).view(2, 4))
     torch.testing.assert_close(noisy, expected.reshape(-1))
     assert noisy[5] == 0 and not torch.equal(noisy, plain)

@@ -7,7 +7,7 @@ import pytest
 
 from gc2po.core.registry import Registry
 from gc2po.methods import METHODS, base, register_method
-from gc2po.methods.base import register_variant
+from gc2po.methods.base import register_preset, register_variant
 
 SHOWN = dict(display_name="Toy", colour="#000001", order=1000)  # nobody's name, colour or place
 
@@ -62,6 +62,38 @@ def test_a_variant_fixes_what_its_method_fixes_and_more(monkeypatch):
     assert variant.fixed == {"loss_type": "dr_grpo", "beta": 0.0, "lambda_cf": 0.0}
     assert variant.advantages is toy_advantages and variant.needs_episodes
     assert list(base.METHODS) == ["toy", "toy_no_rcf"]  # registered in reading order
+
+
+def test_a_preset_is_its_form_with_the_signal_fixed(monkeypatch):
+    monkeypatch.setattr(base, "METHODS", Registry("method"))
+
+    @register_method(
+        "form", "a form", needs_cf=True, signal_from_config=True, sweeps=("lambda_cf",), **SHOWN
+    )
+    def form_advantages(batch, config):
+        return None
+
+    preset = register_preset(
+        "form",
+        "form_agree",
+        "the form on sibling agreement",
+        fixed={"cf_signal": "sibling_agreement"},
+        display_name="Form (agreement)",
+        colour="#000002",
+        order=1001,
+        fidelity="a toy",
+        local_groups=True,
+    )
+    assert preset.fixed == {"loss_type": "grpo", "cf_signal": "sibling_agreement"}
+    assert preset.advantages is form_advantages and preset.needs_cf and preset.local_groups
+    assert (preset.preset_of, preset.signal_from_config, preset.role, preset.sweeps) == (
+        "form",
+        False,
+        "baseline",
+        (),
+    )
+    with pytest.raises(ValueError, match=r"cf_signal='oracle' conflicts with method 'form_agree'"):
+        preset.check_fixed({"cf_signal": "oracle"})
 
 
 def test_every_method_fixes_its_loss_aggregation():

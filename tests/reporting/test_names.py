@@ -33,6 +33,8 @@ SHOWN = [
     ("gc2po_add_agree", "GC2PO (corrected, sibling agreement; beyond the paper)", "#9c9ede"),
     ("gc2po_add_operand", "GC2PO (corrected, operand sensitivity; beyond the paper)", "#5254a3"),
     ("grpo_gated_agree", "GRPO on f x sibling agreement (gated; beyond the paper)", "#b5cf6b"),
+    # the gated form on the run's cf_signal (issue 49)
+    ("grpo_gated", "GRPO on f x g (gated)", "#8ca252"),
     # the positive control of issue 31, after every method it controls for
     ("grpo_fxp", "Control (oracle): GRPO on f x p", "#2f4f4f"),
 ]

@@ -14,7 +14,8 @@ from gc2po.core.advantages import gc2po_token_advantages
 from gc2po.core.baselines import gcpo_advantages, length_penalty_advantages
 from gc2po.core.corrected import additive_token_advantages
 from gc2po.core.groups import dr_grpo_advantage, grpo_advantage
-from gc2po.core.signals_policy import gated_signal
+from gc2po.core.gated import gated_reward
+from gc2po.core.signals_policy import episode_presence, gated_signal
 from gc2po.core.step_baselines import mrt_token_advantages, rest_selection
 from gc2po.methods import METHODS, gcpo, mrt, rest_mcts
 from gc2po.methods.mrt import boundaries
@@ -39,6 +40,12 @@ def expected_advantages(method: str, batch, services_log: dict, config) -> torch
             cf_z_clip=config.cf_z_clip,
             row_index=batch.row_index,
         ).token_advantages
+    if method == "grpo_gated":  # GRPO on f x the mean share of its siblings' steps R_cf reaches
+        ids = torch.where(batch.completion_mask.bool(), batch.episode_ids, -1)
+        present = episode_presence(ids, batch.r_cf.shape[1])
+        group = batch.row_index // K
+        gated = gated_reward(rewards, batch.r_cf, present, group, rank=True).to(rewards)
+        return grpo_advantage(gated.view(-1, K)).reshape(-1)
     if method == "grpo_gated_agree":  # GRPO on f x the mean sibling agreement of its episodes
         gated = gated_signal(batch.r_cf, batch.episode_ids, rewards).to(rewards)
         return grpo_advantage(gated.view(-1, K)).reshape(-1)
@@ -188,6 +195,8 @@ def test_each_method_trains_and_its_advantages_are_its_core_entry_points(
         expected += [
             "sampling_ratio/mean"
         ]  # these methods pay the extra pass anyway: the metric is free
+    if method.startswith("gc2po_add"):  # how often the std floor binds, per step
+        expected += ["advantages/floor_binds"]
     expected += {
         "mrt": ["mrt/progress_mean"],
         "gcpo": ["gcpo/upsilon_mean"],
@@ -359,7 +368,7 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
     "method, override, match",
     [
         ("ppo", {}, r"method: unknown name 'ppo'; valid choices: \["),
-        ("gc2po", {"lambda_cf": 10.5}, r"lambda_cf must be in \[0, 10\]"),
+        ("gc2po", {"lambda_cf": 100.5}, r"lambda_cf must be in \[0, 100\]"),
         ("gc2po", {"lambda_exp": -0.1}, r"lambda_exp must be in \[0, 1\]"),
         ("gc2po", {"num_generations": 1, "per_device_train_batch_size": 4}, "num_generations"),
         (
@@ -398,7 +407,9 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
         ("gc2po_add", {"cf_std_floor": 0.0}, r"cf_std_floor must be > 0"),
         ("gc2po_add", {"cf_z_clip": -1.0}, r"cf_z_clip must be > 0"),
         ("gc2po_add_no_rcf", {"lambda_cf": 0.5}, r"fixes lambda_cf=0.0"),
-        ("gc2po_add", {"cf_signal": "oracle"}, r"cf_signal 'oracle' is the definition of its own"),
+        ("gc2po", {"cf_signal": "oracle"}, r"method 'gc2po' uses 'r_cf'; remove cf_signal, or train"),
+        ("grpo_gated", {"cf_signal_rho": 0.3}, r"only mixes cf_signal 'oracle'"),
+        ("gc2po_add_agree", {"cf_signal": "oracle"}, r"conflicts with method 'gc2po_add_agree'"),
         ("grpo", {"cf_signal": "answer_dependence"}, r"method 'grpo' uses 'r_cf'"),
         ("gc2po_add", {"cf_signal": "sparkle"}, r"cf_signal must be one of \['r_cf', 'oracle'"),
         ("gc2po_add_oracle", {"cf_signal": "r_cf"}, r"conflicts with method 'gc2po_add_oracle'"),

@@ -49,10 +49,11 @@ ESTIMATOR = {  # the advantage function each method trains with (gc2po.methods)
     "gc2po_add_answer": "gc2po_add_advantages",
     "gc2po_add_agree": "gc2po_add_advantages",
     "gc2po_add_operand": "gc2po_add_advantages",
-    "grpo_gated_agree": "grpo_gated_agree_advantages",
+    "grpo_gated": "grpo_gated_advantages",
+    "grpo_gated_agree": "grpo_gated_advantages",  # the gated form, sibling agreement fixed
     "grpo_fxp": "grpo_fxp_advantages",
 }
-SIGNAL = {  # else r_cf
+SIGNAL = {  # else the run's cf_signal (gc2po_add, grpo_gated), else r_cf
     "gc2po_add_oracle": "oracle",
     "grpo_fxp": "oracle",  # its gated reward f x p_rho, one value per completion
     "gc2po_add_answer": "answer_dependence",
@@ -116,7 +117,7 @@ def test_every_training_job_resolves_to_what_its_config_declares(name):
             if job.run.startswith(f"{form}lambda"):
                 key, value = job.run.removeprefix(form).rsplit("_", 1)
                 assert getattr(args, key) == float(value) and method == form[:-1], job
-        assert args.cf_signal == SIGNAL.get(method, "r_cf"), job
+        assert args.cf_signal == SIGNAL.get(method, job.trainer.get("cf_signal", "r_cf")), job
         # the corrected form's std-floor sweep and the oracle controls' dose-responses
         for form, key in (
             ("gc2po_add_", "cf_std_floor"),
