@@ -31,7 +31,8 @@ PROCESS_TEXT = {
     "a work session": r"(?<![-\w])sessions?\b",
     "a wave of work": r"\bwaves?\b",
     "a round of work": r"\brounds? of work\b"
-    r"|\b(?:first|second|third|fourth|fifth|sixth|last|this|that|an earlier|a later) round\b",
+    r"|\b(?:first|second|third|fourth|fifth|sixth|last|this|that|an earlier|a later) round\b"
+    r"(?! trip)",
     "who else was at work": r"\bhelper agents?\b|\bother engineers?\b|\bother (?:people|agents)\b"
     r"|\bhelpers? (?:was|were|worked|working)\b",
     "work beside a measurement": r"\bbeside (?:it|them|a (?:workflow|test|full|running) \w+"
@@ -102,6 +103,7 @@ def test_the_process_check_catches(line):
         "into the remote beside the checkout",
         "on an idle 2-core machine",
         "two clean clones of one commit",
+        "this round trip of DVC",
     ],
 )
 def test_the_process_check_passes(line):
@@ -248,3 +250,20 @@ def test_every_relative_link_and_anchor_resolves():
             elif anchor and linked.suffix == ".md" and anchor not in anchors(linked.read_text()):
                 problems.append(f"{name(page)}: {target}: no such heading")
     assert not problems, "\n".join(problems)
+
+
+# --- the version ----------------------------------------------------------------------------
+
+
+def test_the_version_is_the_changelogs_latest_everywhere_it_is_reported():
+    """pyproject.toml's version is CHANGELOG.md's latest entry, CITATION.cff's version and what
+    ``gc2po --version`` reports (the installed package's metadata)."""
+    from importlib import metadata
+
+    import yaml
+
+    version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+    latest = re.search(r"^## (\d+\.\d+\.\d+)", (ROOT / "CHANGELOG.md").read_text(), re.M)[1]
+    assert latest == version, f"CHANGELOG.md's latest entry is {latest}, pyproject.toml {version}"
+    assert str(yaml.safe_load((ROOT / "CITATION.cff").read_text())["version"]) == version
+    assert metadata.version("gc2po") == version, "reinstall the package: pip install -e ."

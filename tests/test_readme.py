@@ -39,7 +39,11 @@ import yaml
 import gc2po
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")))
+DOCS = (  # README, the pages of docs/ and its how-tos (docs/archive/ is history, not checked)
+    "README.md",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "howto").glob("*.md")),
+)
 CODE_DIRS = ("gc2po", "workflow", "benchmarks", "tests", "ci", ".ci")
 REPO_DIRS = ("gc2po", "workflow", "benchmarks", "tests", "config", "ci", "docs", "data")
 SKIPPED_DIRS = {".git", "__pycache__", ".snakemake", ".ruff_cache", "results", "resources", "logs"}

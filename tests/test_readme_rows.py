@@ -1,7 +1,8 @@
 """Every command of the README's "I want to..." table runs: a Snakemake command as a dry run
 (``-n --forceall``: every job planned, nothing run), ``gc2po tables`` with ``--help``, the
-registry listings (``gc2po methods``) and the docs checker as they are; each row's output is
-checked for what the row promises, not only the exit status."""
+registry listings (``gc2po methods``) and the docs checker as they are, ``dvc repro`` with
+``--dry`` (the commands it would run, nothing run); each row's output is checked for what the row
+promises, not only the exit status."""
 
 from __future__ import annotations
 
@@ -84,6 +85,21 @@ def expect_benchmarks(out):
     assert set(out.stdout.split()) == set(BENCHMARKS)
 
 
+def expect_hub_model(out):
+    """The overlay's Hub model is downloaded (``hub_model``) and trained beside the paper's."""
+    text = planned(out)
+    assert "resources/paper/models/Qwen2.5-1.5B-Instruct.hub.json" in text, text[-2000:]
+    assert "results/paper/runs/Qwen2.5-1.5B-Instruct/gc2po/seed0/run.yaml" in text
+    assert "resources/paper/models/DeepScaleR-1.5B.hub.json" in text  # the paper's models stay
+
+
+def expect_dvc(out):
+    """``dvc repro --dry`` of the default's stage: the Snakemake command it would run."""
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Running stage 'workflow@testbed'" in out.stdout, out.stdout
+    assert "> snakemake --cores 2" in out.stdout, out.stdout
+
+
 def expect_docs_check(out):
     # exit 1 where this checkout holds no run (every bound table missing), 0 where it holds one
     assert out.returncode in (0, 1), out.stderr
@@ -99,6 +115,8 @@ EXPECTED = {
     "see every job before running": expect_plan,
     "add a method (then list the registry with it)": expect_methods,
     "add a benchmark (then list the registry with it)": expect_benchmarks,
+    "train my own model from the Hugging Face Hub (its jobs listed first)": expect_hub_model,
+    "version data, models and checkpoints with DVC": expect_dvc,
     "read the results, and check their tables against my run": expect_docs_check,
 }
 
@@ -116,6 +134,9 @@ def as_run(command: str) -> list[str]:
         # ``gc2po methods`` needs no input and runs as it is; another subcommand shows its help
         help_flag = [] if rest[:1] == ["methods"] else ["--help"]
         return [sys.executable, "-m", "gc2po.cli", *rest, *help_flag]
+    if program == "dvc":  # ``dvc repro --dry``: prints the stage's command, runs nothing
+        assert rest[:1] == ["repro"], command
+        return [sys.executable, "-m", "dvc", "repro", "--dry", *rest[1:]]
     assert program == "python", command
     return [sys.executable, *rest]
 
