@@ -13,8 +13,8 @@ from transformers import TrainerCallback
 from gc2po.core.advantages import gc2po_token_advantages
 from gc2po.core.baselines import gcpo_advantages, length_penalty_advantages
 from gc2po.core.corrected import additive_token_advantages
-from gc2po.core.groups import dr_grpo_advantage, grpo_advantage
 from gc2po.core.gated import gated_reward
+from gc2po.core.groups import dr_grpo_advantage, grpo_advantage
 from gc2po.core.signals_policy import episode_presence, gated_signal
 from gc2po.core.step_baselines import mrt_token_advantages, rest_selection
 from gc2po.methods import METHODS, gcpo, mrt, rest_mcts
@@ -228,6 +228,46 @@ def test_a_method_that_owns_its_reward_trains_on_it_and_logs_the_outcome(small_r
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "method, trainer, width, logged",
+    [
+        # the gated form on the noised oracle: f x p_rho per completion, as grpo_fxp trains it
+        (
+            "grpo_gated",
+            {"cf_signal": "oracle", "cf_signal_rho": 0.3},
+            1,
+            ["signal/rho_within", "signal/gated_reward", "signal/oracle_validity"],
+        ),
+        ("grpo_gated", {"cf_signal": "operand_sensitivity"}, None, ["signal/gated_reward"]),
+        (
+            "gc2po_add",
+            {"cf_signal": "sibling_agreement", "lambda_cf": 0.29},
+            None,
+            ["signal/sibling_agreement", "advantages/floor_binds"],
+        ),
+    ],
+)
+def test_a_form_trains_on_the_signal_its_config_names(
+    method, trainer, width, logged, small_run, tmp_path
+):
+    """A pairing given as trainer settings (a workflow variant's line) reaches the trainer: it
+    computes that signal at generation, the form trains on it, and its metrics are logged."""
+    run = small_run(method, out="form", max_steps=1, save_strategy="no", **trainer)
+    calls = record_advantages(run)
+    run.train()
+    (batch, adv), *_ = calls
+    assert batch.r_cf is not None and torch.isfinite(adv).all()
+    if width is not None:
+        assert batch.r_cf.shape[1] == width
+    expected, _ = METHODS[method].advantages(batch, run.args)
+    torch.testing.assert_close(adv, expected, rtol=0, atol=0)
+    lines = (tmp_path / "form" / "metrics.jsonl").read_text().splitlines()
+    (step,) = [record for record in map(json.loads, lines) if "loss" in record]
+    for key in logged:
+        assert key in step, key
+
+
+@pytest.mark.slow
 def test_corrected_gc2po_without_r_cf_is_grpo_through_the_trainer(small_run):
     """The corrected GC2PO at lambda_cf = 0, trained: on the batch it saw (its R_cf nonzero), its
     token advantages are what the GRPO method gives that batch, on every completion token."""
@@ -407,7 +447,11 @@ def test_completions_no_reward_function_scored_are_left_out(method, small_run):
         ("gc2po_add", {"cf_std_floor": 0.0}, r"cf_std_floor must be > 0"),
         ("gc2po_add", {"cf_z_clip": -1.0}, r"cf_z_clip must be > 0"),
         ("gc2po_add_no_rcf", {"lambda_cf": 0.5}, r"fixes lambda_cf=0.0"),
-        ("gc2po", {"cf_signal": "oracle"}, r"method 'gc2po' uses 'r_cf'; remove cf_signal, or train"),
+        (
+            "gc2po",
+            {"cf_signal": "oracle"},
+            r"method 'gc2po' uses 'r_cf'; remove cf_signal, or train",
+        ),
         ("grpo_gated", {"cf_signal_rho": 0.3}, r"only mixes cf_signal 'oracle'"),
         ("gc2po_add_agree", {"cf_signal": "oracle"}, r"conflicts with method 'gc2po_add_agree'"),
         ("grpo", {"cf_signal": "answer_dependence"}, r"method 'grpo' uses 'r_cf'"),
