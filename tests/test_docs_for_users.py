@@ -37,7 +37,7 @@ PROCESS_TEXT = {
     r"|\bhelpers? (?:was|were|worked|working)\b",
     "work beside a measurement": r"\bbeside (?:it|them|a (?:workflow|test|full|running) \w+"
     r"|the (?:test suite|tests|docs tests|study|suite|dose-response run|vLLM CPU step))\b"
-    r"|\b(?:quiet|shared) (?:2-core )?machine\b|\bwith other work\b",
+    r"|\b(?:quiet|shared) (?:2-core )?machine\b|\b(?:with|beside) other (?:work|runs|jobs)\b",
     "which commit a clone was pulled to": r"\bpulled (?:in)?to\b|\bgit pull\b"
     r"|\bclones? (?:at|of) commit\b",
     "an earlier version of the page": r"\b(?:earlier|previous) version of (?:this|the) page\b"
@@ -84,6 +84,7 @@ def test_no_page_tells_how_the_project_was_written():
         "beside the test suite, load 4",
         "a helper agent reading code beside it",
         "on the shared 2-core machine",
+        "about 30 minutes measured beside other work",
         "a clean clone of commit 0e6c745",
         "`git pull` of commit ef1309c",
         "with commit 501af47 pulled into it",
