@@ -1,11 +1,13 @@
 """Error messages a user meets first: a misspelt trainer key gets the closest field, a near-miss
 of the project's own method prefers it over a baseline one edit away, and ``gc2po --help`` is
-plain text (issue 51)."""
+plain text, and a workflow output written after ``--configfile`` is named as a target
+(issue 51)."""
 
 from __future__ import annotations
 
 import copy
 import re
+import subprocess
 
 import pytest
 
@@ -13,8 +15,9 @@ from gc2po.cli import build_parser
 from gc2po.errors import did_you_mean, edits
 from gc2po.methods import METHODS
 from gc2po.training.run_config import checked_trainer
-from gc2po.workflow.config_schema import check_schema
+from gc2po.workflow.config_schema import check_config_files, check_schema
 from gc2po.workflow.plan import load_config
+from tests.workflow.slurm_workflow import new_workdir, snakemake_command
 
 RUN = {"model": "m", "train_data": "d.jsonl", "output_dir": "out"}
 
@@ -79,3 +82,37 @@ def test_top_level_help_is_plain_text_and_does_not_point_to_itself():
     assert "gc2po COMMAND --help" in text
     for command in ("train", "plan", "methods", "eval", "audit", "tables"):
         assert command in text
+
+
+def test_a_workflow_output_given_as_a_config_file_says_where_targets_go():
+    with pytest.raises(ValueError) as err:
+        check_config_files(
+            ["config/config.yaml", "results/testbed/runs/testbed/grpo/seed0/run.yaml"]
+        )
+    message = str(err.value)
+    assert message.startswith("results/testbed/runs/testbed/grpo/seed0/run.yaml is not a config")
+    assert "put targets before --configfile" in message
+    check_config_files(["config/config.yaml", "config/ci.yaml"])  # configs pass
+
+
+@pytest.mark.timeout(600)
+def test_a_target_after_configfile_ends_in_one_line(tmp_path):
+    """A target that exists (here a run config the workflow writes) is read by Snakemake as a
+    config file when written after --configfile: the workflow's config check names it."""
+    work = new_workdir(tmp_path / "wf")
+    target = "results/ci/runs/testbed/grpo/seed0/run.yaml"
+    (work / target).parent.mkdir(parents=True)
+    (work / target).write_text("model: m\ntrain_data: d.jsonl\n")
+    out = subprocess.run(
+        snakemake_command("-n", "--cores", "2", "--configfile", "config/config.yaml", target),
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"config error: {target} is not a config file: put targets before"), (
+        out.stderr[-2000:]
+    )

@@ -85,6 +85,24 @@ def _setting_file(files: list[str], keys: tuple[str, ...]) -> str:
     return found
 
 
+# where the workflow writes: a file there given to --configfile is a target placed after it
+OUTPUT_FOLDERS = ("results", "resources", "logs")
+
+
+def check_config_files(files: list[str] | None) -> None:
+    """A workflow output given as a config file is a target written after ``--configfile``
+    (which takes every word after it): one line saying where it goes. (A target that does not
+    exist yet fails in Snakemake itself, before the workflow is read.)"""
+    for file in files or []:
+        path = Path(os.path.relpath(Path(file).resolve()))
+        if path.parts[:1] and path.parts[0] in OUTPUT_FOLDERS:
+            raise ValueError(
+                f"{_shown(file)} is not a config file: put targets before --configfile, which "
+                f"reads every word after it as a config file (snakemake -n --cores 2 {path} "
+                f"--configfile {DEFAULT_FILE})"
+            )
+
+
 def check_old_spellings(config: dict, files: list[str] | None = None) -> None:
     """An earlier version's spelling of the task (gc2po.data.tasks) fails in one line naming the
     key, the file that sets it and the value that replaces it."""
@@ -121,6 +139,7 @@ def check_schema(config: dict, files: list[str] | None = None, schema: Path = SC
     ``files``: the config files as given (``--configfile``), named in the message."""
     import jsonschema
 
+    check_config_files(files)
     check_old_spellings(config, files)
 
     validator = jsonschema.Draft202012Validator(load_schema(schema))
