@@ -41,13 +41,36 @@ def _plan(ns):
     import pandas as pd
 
     from gc2po.workflow.config_schema import check_schema
+    from gc2po.workflow.global_batch import KEY
+    from gc2po.workflow.memory_check import GPU_KEY, OVERRIDE_KEY, gpu_memory_gib, ignores_plan
     from gc2po.workflow.plan import load_config, validate
-    from gc2po.workflow.plan_summary import memory_plan
+    from gc2po.workflow.plan_summary import batch_splits, memory_plan
 
     config = load_config(ns.configfile)
     check_schema(config, ns.configfile)
     validate(config, where=" ".join(ns.configfile or ["config/config.yaml"]))
-    table = memory_plan(config, gpu_memory_gib=ns.gpu_memory_gib)
+    gpu = ns.gpu_memory_gib if ns.gpu_memory_gib is not None else gpu_memory_gib(config)
+    table = memory_plan(config, gpu_memory_gib=gpu)
+    stated = config["train"].get("sequences_per_step")
+    print(
+        f"global batch: {stated} sequences per optimizer step ({KEY}), split as"
+        if stated is not None
+        else f"global batch: not stated ({KEY}); each run's trainer settings give it:"
+    )
+    for line in batch_splits(config, table):
+        print(f"  {line}")
+    if "fits" in table.columns:
+        source = (
+            "--gpu-memory-gib"
+            if ns.gpu_memory_gib is not None
+            else GPU_KEY
+            + (
+                ""
+                if config["train"].get("gpu_memory_gib") is not None
+                else ", the default: an 80 GB GPU"
+            )
+        )
+        print(f"GPU memory: {gpu:g} GiB ({source})")
     columns = [
         c
         for c in (
@@ -77,7 +100,17 @@ def _plan(ns):
     ):
         print(table[columns].to_string(index=False))
     if "fits" in table.columns and not table["fits"].fillna(True).all():
-        raise ValueError("some training jobs do not fit the GPU memory (fits = False above)")
+        if ignores_plan(config):
+            print(
+                f"some training jobs do not fit the GPU memory (fits = False above); {OVERRIDE_KEY}"
+                " is set: the workflow trains them anyway and each one's log says so",
+                file=sys.stderr,
+            )
+            return
+        raise ValueError(
+            "some training jobs do not fit the GPU memory (fits = False above); the workflow "
+            f"refuses them unless {OVERRIDE_KEY}: true"
+        )
 
 
 def _add_train(sub):
@@ -118,7 +151,11 @@ def _add_plan(sub):
         "config/config.yaml)",
     )
     p.add_argument(
-        "--gpu-memory-gib", type=float, default=None, help="GPU memory to plan for (default: 80 GB)"
+        "--gpu-memory-gib",
+        type=float,
+        default=None,
+        help="GPU memory to plan for, GiB (default: the config's train.gpu_memory_gib, else 79: "
+        "an 80 GB GPU)",
     )
     p.set_defaults(func=_plan)
 

@@ -35,6 +35,7 @@ RUN_KEYS = {
     "overwrite",
     "trainer",
     "max_train_examples",
+    "memory_plan",  # the workflow's note: the plan says the job does not fit, trained anyway
 }
 
 # TRL's defaults changed across releases and some are traps (bf16 on, gradient checkpointing on,
@@ -179,6 +180,8 @@ def checked_trainer(run: dict) -> dict:
         if not run.get(key):
             raise ValueError(f"run config: missing required key {key!r}")
     run_task(run)
+    if not isinstance(run.get("memory_plan", ""), str):
+        raise ValueError(f"run config: memory_plan must be a string, got {run['memory_plan']!r}")
     if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
         raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
     trainer = run.get("trainer") or {}

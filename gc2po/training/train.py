@@ -16,6 +16,8 @@ A run config:
                                   # checkpoints)
     max_train_examples: null      # first N problems only
     trainer: {...}                # GC2POConfig / GRPOConfig fields
+    memory_plan: "..."            # set by the workflow for a job its memory plan says does not
+                                  # fit, trained because train.ignore_memory_plan is set: logged
 
 Everything is validated (and a bad key or value named) before a model is loaded. The resolved
 config's hash is stored beside the checkpoints (``run_config.json``), so a resumed job continues
@@ -67,6 +69,8 @@ def train(run: dict, log=print) -> Path:
     from gc2po.training.trainer import GC2POTrainer
 
     precheck(run)  # the commonest mistakes, within a second
+    if run.get("memory_plan"):  # the workflow was told to train a job its plan says will not fit
+        log(f"WARNING memory plan: {run['memory_plan']}")
     args = build_args(run)  # everything else, before any model is loaded
     task = run_task(run)
     records = read_jsonl(run["train_data"])

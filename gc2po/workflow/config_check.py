@@ -1,5 +1,6 @@
 """The workflow config checked once, before any job: its schema, every training job's resolved
-``GC2POConfig`` and launcher (``gc2po.workflow.plan.validate``), what the rules wire beyond the
+``GC2POConfig`` and launcher (``gc2po.workflow.plan.validate``), that each job fits its GPU
+(``gc2po.workflow.memory_check``), what the rules wire beyond the
 jobs (``gc2po.workflow.report_plan.check``), and the runs' display names and the methods' roles
 and sweeps (``gc2po.workflow.method_facts``), which the rules read.
 
@@ -51,7 +52,7 @@ def checked(
     the testbed splits the mechanism measures read}``; an unchanged config, schema, package and
     libraries reuse the last result (so a rerun imports neither the registry nor the testbed)."""
     from gc2po.testbed.mechanism import MEASURE_SPLITS
-    from gc2po.workflow import plan, report_plan
+    from gc2po.workflow import memory_check, plan, report_plan
     from gc2po.workflow.config_schema import check_schema
     from gc2po.workflow.method_facts import method_facts
 
@@ -64,6 +65,9 @@ def checked(
         pass  # no usable record: check
     check_schema(config, files, schema)
     plan.validate(config, where=f"config {config['name']!r}")
+    # a job the memory plan says will not fit its GPU (train.gpu_memory_gib) is refused here,
+    # not after it waited in a queue and died out of memory (train.ignore_memory_plan lets it)
+    memory_check.check(config, where=f"config {config['name']!r}")
     facts = method_facts()
     report_plan.check(config, facts, MEASURE_SPLITS)
     result = {

@@ -23,6 +23,7 @@ import yaml
 
 from gc2po.errors import did_you_mean, one_line
 from gc2po.layout import RunDir, resources_dir, results_dir
+from gc2po.workflow import global_batch
 from gc2po.workflow import method_facts as mf
 from gc2po.workflow.config_schema import DEFAULT_PATH
 
@@ -102,10 +103,13 @@ class TrainingJob:
     trainer: dict
     launcher: dict | None
 
-    def run_config(self, config: dict) -> dict:
+    def run_config(self, config: dict, memory_note: bool = True) -> dict:
         """The resolved run config the job trains from (written beside the run). ``resume`` and
         ``overwrite``: a rerun continues the same config's checkpoints and starts a changed one
-        over. The task is the workflow's ``mode`` (the same vocabulary, gc2po.data.tasks)."""
+        over. The task is the workflow's ``mode`` (the same vocabulary, gc2po.data.tasks).
+        ``memory_plan``: only for a job the memory plan says does not fit and that trains
+        because ``train.ignore_memory_plan`` is set (``memory_note``: add it; the job's log
+        shows it)."""
         train = config["train"]
         run = {
             "model": self.model,
@@ -121,6 +125,12 @@ class TrainingJob:
         for key in ("precision", "max_train_examples"):
             if train.get(key) is not None:
                 run[key] = train[key]
+        if memory_note and train.get("ignore_memory_plan"):
+            from gc2po.workflow.memory_check import RUN_CONFIG_KEY, override_note
+
+            note = override_note(config, self)
+            if note is not None:
+                run[RUN_CONFIG_KEY] = note
         return run
 
 
@@ -256,7 +266,21 @@ def training_jobs(config: dict, facts: mf.Facts | None = None) -> list[TrainingJ
     per_method = train.get("per_method") or {}
     jobs = []
     for label, run in runs(config, facts).items():
-        trainer = {**(train.get("trainer") or {}), **per_method.get(run.method, {}), **run.trainer}
+        layers = {  # where each trainer key comes from, the later over the earlier
+            "train.trainer": train.get("trainer") or {},
+            f"train.per_method.{run.method}": per_method.get(run.method, {}),
+            (
+                f"variants.{label}.trainer"
+                if label in (config.get("variants") or {})
+                else "sweeps"  # a sweep's run sets its swept key: sweeps.<key>
+            ): run.trainer,
+        }
+        trainer = {key: value for layer in layers.values() for key, value in layer.items()}
+        if train.get("sequences_per_step") is not None:  # the global batch is the config's
+            sources = {key: f"{name}.{key}" for name, layer in layers.items() for key in layer}
+            trainer = global_batch.derived_trainer(
+                trainer, train["sequences_per_step"], launcher_processes(config), sources
+            )
         for base in run.bases:
             for seed in run.seeds:
                 jobs.append(
@@ -275,6 +299,11 @@ def training_jobs(config: dict, facts: mf.Facts | None = None) -> list[TrainingJ
     return jobs
 
 
+def launcher_processes(config: dict) -> int:
+    """The training jobs' process count over all machines (1 without a launcher)."""
+    return int((config["train"].get("launcher") or {}).get("num_processes", 1))
+
+
 def validate(config: dict, where: str = "config") -> None:
     """Resolve the GC2POConfig of every distinct training job (no model is loaded) and check its
     launcher: a bad key, type or value fails here, naming it, before any job runs."""
@@ -290,8 +319,12 @@ def validate(config: dict, where: str = "config") -> None:
         _check_method_names(config["train"].get("per_method") or {}, "train.per_method")
     except ValueError as err:
         raise ValueError(f"{where}: {err}") from err
+    try:
+        jobs = training_jobs(config)
+    except ValueError as err:  # the global batch cannot be split as the config says
+        raise ValueError(f"{where}: {err}") from err
     seen = set()
-    for job in training_jobs(config):
+    for job in jobs:
         key = json.dumps([job.method, job.trainer, job.launcher], sort_keys=True, default=str)
         if key in seen:
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gc2po.workflow.plan import base_model_path, training_jobs
+from gc2po.workflow.plan import training_jobs
 
 
 def run_summary(config: dict) -> list[dict[str, Any]]:
@@ -37,6 +37,7 @@ def run_summary(config: dict) -> list[dict[str, Any]]:
                 "steps_per_generation": args.steps_per_generation,
                 "sequences_per_step": per_step,
                 "prompts_per_step": per_step // args.num_generations,
+                "num_generations": args.num_generations,
                 "beta": args.beta,
                 "loss_type": args.loss_type,
                 "args": args,
@@ -47,36 +48,50 @@ def run_summary(config: dict) -> list[dict[str, Any]]:
 
 def memory_plan(config: dict, gpu_memory_gib: float | None = None):
     """``run_summary`` with each job's per-GPU memory estimate (``gc2po.workflow.memory``) where the
-    base model's shape is known (the paper's Hub models) and it trains under a launcher."""
+    base model's shape is known (the paper's Hub models) and it trains under a launcher, on a GPU
+    of ``gpu_memory_gib`` GiB (default: the config's ``train.gpu_memory_gib``, else 80 GB's 79)."""
     import pandas as pd
 
-    from gc2po.workflow.job_shape import GPU_80GB_GIB, MODEL_SHAPES
-    from gc2po.workflow.launch import read_accelerate_config
-    from gc2po.workflow.memory import estimate_memory, job_from_trainer
+    from gc2po.workflow.memory_check import job_memory, planned
 
-    launcher = config["train"].get("launcher")
-    stage = read_accelerate_config(launcher["config_file"]).zero_stage if launcher else None
+    jobs = {(job.base, job.run): job for job in training_jobs(config)}
     rows = []
     for row in run_summary(config):
         args = row.pop("args")
-        model = base_model_path(config, row["base"])
-        if model in MODEL_SHAPES and launcher:
-            # episode states are kept at episode ends only (E x d), not for every token
-            job = job_from_trainer(
-                model,
-                args.to_dict(),
-                num_processes=row["processes"],
-                zero_stage=stage or 0,
-                prompt_length=int(config["train"].get("max_prompt_tokens", 1024)),
-                keeps_episode_states=False,
-                gpu_memory_gib=gpu_memory_gib or GPU_80GB_GIB,
-            )
-            estimate = dataclasses.asdict(estimate_memory(job))
+        job = jobs[(row["base"], row["run"])]
+        if planned(job):
+            memory = job_memory(config, job, gpu_memory_gib, args=args)
+            estimate = dataclasses.asdict(memory.estimate)
             row.update(
-                zero_stage=stage,
+                zero_stage=memory.stage,
                 fits=estimate.pop("fits"),
                 kv_cache_sequences=estimate.pop("kv_cache_sequences"),
                 **{f"{k}_gib": round(v, 1) for k, v in estimate.items()},
             )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def batch_splits(config: dict, table) -> list[str]:
+    """How the sequences of one optimizer step are split, from ``memory_plan``'s ``table``: one
+    line per distinct split with how many (base model, run) rows use it, e.g. ``256 sequences (32
+    prompts x 8 completions) = 8 processes on 1 machine x 1 per micro-batch x 32 accumulation
+    steps (62 of 62 rows)``."""
+    from gc2po.workflow.global_batch import BatchSplit
+
+    machines = int((config["train"].get("launcher") or {}).get("num_machines", 1))
+    counts: dict[str, int] = {}
+    for row in table.itertuples():
+        split = BatchSplit(
+            processes=int(row.processes),
+            machines=machines,
+            per_device=int(row.per_device_batch),
+            accumulation=int(row.gradient_accumulation),
+            num_generations=int(row.num_generations),
+        ).describe()
+        counts[split] = counts.get(split, 0) + 1
+    total = len(table)
+    return [
+        f"{split} ({f'all {n}' if n == total else f'{n} of {total}'} rows)"
+        for split, n in counts.items()
+    ]

@@ -42,7 +42,10 @@ def changed(path: str, value):
         (changed("name", "a b"), "name: must match '^[A-Za-z0-9_.-]+$', got 'a b'"),
         (changed("train.trainer", "x"), "train.trainer: must be object, got 'x'"),
         (changed("train.trainer", None), "train: missing key(s) ['trainer']"),
-        (changed("train.epochs", 3), "train: unknown key(s) ['epochs']; valid: ['launcher', "),
+        (
+            changed("train.epochs", 3),
+            "train: unknown key(s) ['epochs']; valid: ['gpu_memory_gib', ",
+        ),
         (
             changed("evaluate.backend", "tpu"),
             "evaluate.backend: must be one of ['transformers', 'vllm', 'auto']",
