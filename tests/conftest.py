@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 
 import pytest
 
@@ -13,16 +15,60 @@ UNAVAILABLE = pytest.StashKey[dict]()  # package -> why it is missing and cannot
 GUARD = ProgramGuard()
 
 
+# Parallel workers (pytest-xdist) by default, one per physical core up to this many: most tests
+# keep one core busy or wait (SLURM jobs, subprocesses, sandbox limits), and the suite's files are
+# independent. More workers would each collect the whole suite and hold their own torch.
+MAX_WORKERS = 4
+# installing Debian packages (tests/system_packages.py) one session process at a time
+SYSTEM_PACKAGES_LOCK = os.path.join(tempfile.gettempdir(), "gc2po-tests-system-packages.lock")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``python3 -m pytest`` runs on ``MAX_WORKERS`` workers at most, a test file per worker at a
+    time (``--dist loadfile``: a module's fixtures, such as the SLURM cluster, are built once), in
+    the order of ``pytest_collection_modifyitems`` below. ``-n N`` sets the count (``-n 0``: one
+    process), ``--dist`` the distribution; ``-p no:xdist`` runs without pytest-xdist."""
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return  # pytest-xdist is off, or this is one of its workers
+    option = config.option
+    if option.collectonly or option.usepdb:
+        return
+    if option.numprocesses is None:
+        import psutil
+
+        cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+        option.numprocesses = min(cores, MAX_WORKERS) if cores > 1 else 0
+    if option.numprocesses and option.dist == "no":
+        option.dist = "loadfile"
+        option.loadscopereorder = False  # keep the order set below, not the files' test counts
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", MARKER_HELP)
+
+
+def pytest_collection_modifyitems(config, items):
+    """On pytest-xdist's workers (which hand out whole files in collection order): the files
+    holding a ``slow`` test first, so that the longest files (SLURM, training, the workflow
+    runs) start early beside the short ones instead of running alone at the end. The order within
+    a file is kept; every worker sorts the same collection the same way."""
+    if getattr(config, "workerinput", None) is None:
+        return
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable
 
 
 def pytest_collection_finish(session):
     """Once the selection is known: install the missing Debian packages that the selected tests
     name with the ``system`` marker (tests/system_packages.py), and nothing for a test that names
-    none. Where installing is impossible (not root, no apt-get) those tests skip and say why."""
+    none. Where installing is impossible (not root, no apt-get) those tests skip and say why.
+    Parallel workers take turns (a file lock): the first installs, the others find it done."""
     if not session.config.option.collectonly:
-        session.config.stash[UNAVAILABLE] = prepare(session.items)
+        from filelock import FileLock
+
+        with FileLock(SYSTEM_PACKAGES_LOCK):
+            session.config.stash[UNAVAILABLE] = prepare(session.items)
 
 
 def _guarded(item):
@@ -63,20 +109,39 @@ def pytest_runtest_call(item):
 def ci_run_in_background(request, tmp_path_factory):
     """The workflow tests' ci run (tests/workflow/ci_run.py), started with the session where a
     selected test reads it (``ci_local_run``), else None; the error if it could not start (raised
-    by ``ci_local_run``, not by every test); killed at the session's end."""
+    by ``ci_local_run``, not by every test); killed at the session's end.
+
+    Under pytest-xdist one run serves every worker: the first worker to create its folder in the
+    workers' common temporary folder starts it, the others attach to it. The starting worker
+    lets it finish at its own end (a test on another worker may still read it) unless the
+    session is stopping early."""
     items = request.session.items
     if not any("ci_local_run" in getattr(item, "fixturenames", ()) for item in items):
         yield None
         return
     from tests.workflow.ci_run import CiRun
 
+    worker = getattr(request.config, "workerinput", None)
     try:
-        run = CiRun(tmp_path_factory.mktemp("ci_local"))
+        if worker is None:
+            run = CiRun(tmp_path_factory.mktemp("ci_local"))
+        else:
+            shared = tmp_path_factory.getbasetemp().parent / "ci_local"
+            try:
+                shared.mkdir()
+            except FileExistsError:  # another worker started it
+                yield CiRun.attach(shared)
+                return
+            run = CiRun(shared)
     except Exception as err:  # noqa: BLE001 - only the tests that read the run may fail for it
         yield err
         return
     yield run
-    run.stop()
+    if worker is None:
+        run.stop()
+    else:
+        session = request.session
+        run.wait_or_stop(stopping=bool(session.shouldstop or session.shouldfail))
 
 
 @pytest.fixture(autouse=True)
