@@ -371,9 +371,10 @@ def slurm_node_resources(launcher: Mapping[str, Any] | None, gpu: bool) -> dict[
     count: ``tasks`` M gives ``--ntasks=M``, which with ``--nodes=M`` is one task per node, and
     ``tasks_per_gpu`` 0 keeps it from also becoming ``--ntasks-per-gpu``. No ``slurm_extra``
     (``--ntasks-per-node=1`` would say the same): a profile's ``slurm_extra`` for the rule, or
-    the ``--test-only`` preview of docs/cluster.md, would replace it or be replaced. GPUs per node
-    (``gpu``): N / M through ``gres`` (``--gres=gpu:G``, a per-node count; the ``gpu``
-    resource's ``--gpus`` counts the whole job, which SLURM may spread unevenly).
+    the ``--test-only`` preview of docs/cluster.md, would replace it or be replaced. With
+    ``gpu`` (GPU-sized jobs), the GPUs per node, N / M, go through ``gres`` (``--gres=gpu:G``, a
+    per-node count; the ``gpu`` resource's ``--gpus`` counts the whole job, which SLURM may
+    spread unevenly over the nodes).
     """
     machines = num_machines(launcher or {})
     if machines == 1:
