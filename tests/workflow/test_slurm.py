@@ -466,6 +466,29 @@ def test_bad_profile_value_fails_at_submission(slurm, tmp_path, setting, message
     assert time.monotonic() - started < 120  # fails at submission, does not wait on a queue
 
 
+@SLURM
+@pytest.mark.timeout(300)
+def test_the_profiles_placeholders_stop_the_run_before_any_submission(slurm, tmp_path):
+    """The repository's profile as shipped (CHANGE_ME_account, CHANGE_ME_*_partition): the run
+    plans its jobs, then stops naming each placeholder, and SLURM never sees a job
+    (gc2po.workflow.profile_check)."""
+    work = new_workdir(tmp_path / "wf")
+    out = run_snakemake(
+        slurm,
+        work,
+        "resources/ci/data/manifest.json",
+        "--profile",
+        str(ROOT / "workflow" / "profiles" / "slurm"),
+        *CI_CONFIG,
+        timeout=240,
+    )
+    assert out.returncode == 1
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: profile: placeholder value(s) default-resources: slurm_account")
+    assert "set-resources: train: slurm_partition = 'CHANGE_ME_gpu_partition'" in last
+    assert not submitted_jobs(out.stderr) and not sbatch_lines(out.stderr)
+
+
 def _job_state(slurm, slurm_id: str) -> str:
     return slurm.run("squeue", "-h", "--states=all", "-j", slurm_id, "-o", "%T").stdout.strip()
 
