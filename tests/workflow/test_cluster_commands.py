@@ -41,6 +41,20 @@ def _text_files() -> list[Path]:
     ]
 
 
+def _unwrap_inline_code(text: str) -> str:
+    """Markdown prose with each inline code span on one line (a paragraph may wrap inside one);
+    the line breaks it held move after it, so line numbers stay those of the span's start.
+    Fenced blocks are left as they are (one command a line)."""
+    parts = re.split(r"(^```.*?^```)", text, flags=re.MULTILINE | re.DOTALL)
+
+    def one_line(match: re.Match) -> str:
+        return match[0].replace("\n", " ") + "\n" * match[0].count("\n")
+
+    return "".join(
+        part if part.startswith("```") else re.sub(r"`[^`]+`", one_line, part) for part in parts
+    )
+
+
 def written_commands() -> list[tuple[str, str]]:
     """(file:line, command) for every command that submits through the SLURM profile: a span
     that starts at ``snakemake`` and ends at a backtick, a comment or the line's end; dvc.yaml's
@@ -55,7 +69,10 @@ def written_commands() -> list[tuple[str, str]]:
                 if PROFILE in command:
                     found.append((f"dvc.yaml: workflow@{name}", command))
             continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
+        text = path.read_text()
+        if path.suffix == ".md":
+            text = _unwrap_inline_code(text)
+        for number, line in enumerate(text.splitlines(), 1):
             for match in re.finditer(r"snakemake [^`#\n]*--profile " + re.escape(PROFILE), line):
                 span = line[match.start() :]
                 command = re.split(r"`|\s#", span, maxsplit=1)[0].strip().rstrip(".")
@@ -98,6 +115,13 @@ def test_a_command_that_drops_sdm_conda_is_caught():
     assert submission(old)[0] != SUBMIT
     assert submission(f"{SUBMIT} -n")[0] == SUBMIT
     assert submission(f"{old} config/examples/hub_model.yaml --sdm conda")[0] == SUBMIT
+
+
+def test_a_command_wrapped_inside_its_code_span_is_read_whole():
+    text = "see `snakemake --profile a\n--configfile b` here\n```\nx `y\n```\nend"
+    lines = _unwrap_inline_code(text).splitlines()
+    assert lines[0] == "see `snakemake --profile a --configfile b`"
+    assert len(lines) == len(text.splitlines()) and lines[-1] == "end"
 
 
 # -- the profile's placeholders ----------------------------------------------------------------
