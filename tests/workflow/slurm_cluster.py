@@ -36,9 +36,6 @@ SLURM_PACKAGES = {
 PARTITION = "debug"
 _START_TIMEOUT_S = 60
 _STOP_TIMEOUT_S = 15
-# how often a start or a cancellation is checked: each check is a file test or one sinfo/squeue
-# (milliseconds on the local controller), and the daemons are up within a second or two
-_POLL_S = 0.1
 
 
 @dataclass
@@ -165,7 +162,7 @@ def _wait_for(check, what: str, procs: dict, cluster_root: Path) -> None:
             raise RuntimeError(
                 f"local SLURM: {what} did not happen (exited daemons: {dead})\n{logs}"
             )
-        time.sleep(_POLL_S)
+        time.sleep(0.5)
 
 
 def _node_idle(env: dict[str, str], partition: str) -> bool:
@@ -187,7 +184,7 @@ def _cancel_jobs(env: dict[str, str]) -> None:
         )
         if queue.returncode != 0 or not queue.stdout.strip():
             return
-        time.sleep(_POLL_S)
+        time.sleep(0.5)
 
 
 def _stop(procs: dict[str, subprocess.Popen], env: dict[str, str]) -> None:
