@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_docs_facts import table_after
+
 ROOT = Path(__file__).resolve().parents[1]
 ARCHIVE = ROOT / "docs" / "archive"
 MAX_PAGE_BYTES = 30 * 1024
@@ -118,21 +120,10 @@ JOBS = re.compile(r"\b(\d+) jobs\b")
 DURATION = re.compile(r"\b(?:\d+ h )?\d+ min(?: \d+ s)?\b")
 
 
-def table_rows(text: str, heading: str) -> list[list[str]]:
-    section = text.split(f"\n{heading}\n", 1)[1]
-    lines = section[section.index("\n|") + 1 :].splitlines()
-    rows = []
-    for line in lines:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-    return rows[2:]
-
-
 def documented_jobs() -> dict[str, int]:
     """config -> its job count in docs/workflow.md's config table, which
     tests/test_docs_facts.py checks against a dry run (``snakemake -n --forceall``)."""
-    rows = table_rows((ROOT / "docs" / "workflow.md").read_text(), "## The configs")
+    rows = table_after((ROOT / "docs" / "workflow.md").read_text(), "## The configs")
     return {CONFIG.search(row[0])[0]: int(row[4]) for row in rows}
 
 
@@ -141,7 +132,7 @@ def recorded_runs() -> dict[str, str]:
     recorded run, from docs/measurements-workflow.md's table."""
     text = (ROOT / "docs" / "measurements-workflow.md").read_text()
     runs = {}
-    for row in table_rows(text, "## Workflow wall time"):
+    for row in table_after(text, "## Workflow wall time"):
         configs = CONFIG.findall(row[1])
         overlay = next((c for c in configs if c != "config/config.yaml"), "config/config.yaml")
         runs[overlay] = DURATION.search(row[2])[0]

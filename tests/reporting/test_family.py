@@ -1,13 +1,12 @@
 """A pre-registered family (report.families): Holm over the family's runs, the margin's verdict,
 against scipy's t-test and a hand-computed Holm step-down."""
 
-import json
-
 import pytest
 from scipy import stats
 
 from gc2po.reporting.family import Family, compare_family, verdict, write_family
 from gc2po.reporting.tables import EvalFile
+from tests.reporting.conftest import write_eval
 
 SPLIT = "test_wrongbet"
 # per (run, seed): correctness of problems q0..q3 on the split
@@ -25,18 +24,10 @@ CORRECT = {
 
 
 def _files(tmp_path, correct=CORRECT):
-    files = []
-    for (run, seed), values in correct.items():
-        path = tmp_path / "testbed" / run / f"seed{seed}" / f"{SPLIT}.jsonl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(
-            "".join(
-                json.dumps({"problem_id": f"q{i}", "correct": v}) + "\n"
-                for i, v in enumerate(values)
-            )
-        )
-        files.append(EvalFile.from_path(path))
-    return files
+    return [
+        EvalFile.from_path(write_eval(tmp_path, "testbed", run, seed, SPLIT, values))
+        for (run, seed), values in correct.items()
+    ]
 
 
 FAMILY = Family("why", SPLIT, "ref", ("r1", "r2"), margin=3.0, preregistered="prereg.md")
