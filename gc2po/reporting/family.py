@@ -64,9 +64,9 @@ class Family:
     preregistered: str | None = None  # the committed file that fixed the family before the runs
 
     @classmethod
-    def from_mapping(cls, name: str, spec: dict) -> Family:
+    def from_mapping(cls, spec: dict) -> Family:
         return cls(
-            name=name,
+            name=spec["name"],
             benchmark=spec["benchmark"],
             reference=spec["reference"],
             runs=tuple(spec["runs"]),

@@ -105,12 +105,16 @@ def comparisons(config: dict, runs: dict) -> dict[str, tuple[str, str]]:
 
 
 def families(config: dict, runs: dict) -> dict[str, dict]:
-    """``report.families``: "family_<name>" -> its spec, each run and the reference a run of the
-    config (or the base model), its split evaluated, its pre-registration file present."""
+    """``report.families`` (a list): "family_<name>" -> its spec, each run and the reference a
+    run of the config (or the base model), its split evaluated, its pre-registration file
+    present."""
     out = {}
     evaluated = config["evaluate"]["benchmarks"]
-    for name, spec in (config["report"].get("families") or {}).items():
+    for spec in config["report"].get("families") or []:
+        name = spec["name"]
         where = f"report.families.{name}"
+        if f"family_{name}" in out:
+            raise ValueError(f"{where}: a second family of that name")
         for method in [spec["reference"], *spec["runs"]]:
             if method != "base" and method not in runs:
                 raise ValueError(

@@ -42,10 +42,17 @@ def test_every_schema_key_has_a_description():
 def test_a_key_without_description_is_found():
     schema = copy.deepcopy(load_schema())
     schema["properties"]["evaluate"]["properties"]["new_key"] = {"type": "integer"}
-    schema["properties"]["report"]["properties"]["families"]["additionalProperties"]["properties"][
-        "new_field"
-    ] = {"type": "string"}
-    assert ref.undescribed(schema) == ["evaluate.new_key", "report.families.<label>.new_field"]
+    schema["properties"]["variants"]["additionalProperties"]["properties"]["new_field"] = {
+        "type": "string"
+    }
+    schema["properties"]["report"]["properties"]["families"]["items"]["properties"]["other"] = {
+        "type": "string"
+    }
+    assert ref.undescribed(schema) == [
+        "variants.<label>.new_field",
+        "evaluate.new_key",
+        "report.families[].other",
+    ]
 
 
 def test_page_is_what_the_generator_writes(page):

@@ -203,7 +203,7 @@ def test_a_complete_config_layered_on_the_default_passes_the_check(overlay, fact
 )
 def test_a_bad_family_is_refused_naming_its_key(facts, family, message):
     config = plan.load_config(CI)
-    config["report"]["families"] = {"f": family}
+    config["report"]["families"] = [{"name": "f", **family}]
     with pytest.raises(ValueError, match=message):
         report_plan.families(config, plan.runs(config, facts))
 

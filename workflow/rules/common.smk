@@ -177,3 +177,17 @@ FIGURES = [figure_file(OUT, figure) for figure in
           ([figure_file(OUT, "learning_curves")] if LEARNING_CURVE else []) + \
           ([figure_file(OUT, "length_episodes")] if LENGTH_RUNS else [])
 REPORT_PAGES = [report_page(OUT, "setup")]
+
+
+# evaluate.reasoning (rules in reasoning.smk): greedy and pass@k on the problems without a bet
+from gc2po.layout import reasoning_root
+from gc2po.workflow.reasoning_plan import COMPOSE, reasoning_settings
+
+REASONING = reasoning_settings(config)  # None: off
+REASONING_OUTPUTS = [table_file(OUT, "reasoning", ext) for ext in ("md", "csv")] if REASONING else []
+
+
+def reasoning_files(greedy):
+    return [EvalFile(base, model, seed, split).path(reasoning_root(OUT, greedy))
+            for base in BASE_MODELS for model in models_of(base) for seed in seeds_of(model)
+            for split in REASONING["splits"]]

@@ -4,18 +4,7 @@
 # greedily, in evaluation roots of their own (no other job's outputs change); tables/reasoning.md
 # holds greedy pass@1, pass@k, the parse-failure and truncation shares and the chance levels.
 
-from gc2po.layout import reasoning_root
-from gc2po.workflow.reasoning_plan import COMPOSE, reasoning_settings
-
-REASONING = reasoning_settings(config)  # None: off
-REASONING_OUTPUTS = [table_file(OUT, "reasoning", ext) for ext in ("md", "csv")] if REASONING else []
-
-
-def reasoning_files(greedy):
-    return [EvalFile(base, model, seed, split).path(reasoning_root(OUT, greedy))
-            for base in BASE_MODELS for model in models_of(base) for seed in seeds_of(model)
-            for split in REASONING["splits"]]
-
+# REASONING (its settings, None when off), REASONING_OUTPUTS and reasoning_files: common.smk
 
 if REASONING:
 

@@ -6,7 +6,7 @@ from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
-    family = Family.from_mapping(sm.wildcards.family.removeprefix("family_"), sm.params.spec)
+    family = Family.from_mapping(sm.params.spec)
     files = [EvalFile.from_path(path) for path in sm.input.samples]
     rows = write_family(files, family, md=sm.output.md, csv=sm.output.csv, names=sm.params.names)
     log(rows.to_string())
