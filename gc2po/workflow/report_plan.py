@@ -117,8 +117,10 @@ def families(config: dict, runs: dict) -> dict[str, dict]:
             raise ValueError(f"{where}: a second family of that name")
         for method in [spec["reference"], *spec["runs"]]:
             if method != "base" and method not in runs:
+                # an overlay that replaces `methods` keeps its base config's families
                 raise ValueError(
                     f"{where}: {method!r} is not a run of this config{did_you_mean(method, runs)}"
+                    "; list the runs it trains, or `families: []` for none"
                 )
         if spec["reference"] in spec["runs"]:
             raise ValueError(f"{where}.runs: holds the reference {spec['reference']!r} itself")

@@ -92,6 +92,7 @@ def toy_overlay() -> dict:
         ablation_methods=[],
         cost_reference="toy_retry",
         comparisons=[],
+        families=[],
         dose_response=[],
     )
     return overlay
