@@ -9,5 +9,7 @@ bash ci/vllm_cpu_env.sh
 # pinning, a 1 GiB KV cache instead of vLLM's share-of-RAM default
 export OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind VLLM_CPU_KVCACHE_SPACE=1
 export PYTHONPATH=$PWD
-.venv-vllm/bin/python -m pytest -q -p no:cacheprovider -m vllm_cpu tests/vllm_cpu "$@"
+# one pytest process (-n 0): two in-process engines side by side would share the 2 cores and RAM,
+# and the step's recorded wall time is of one
+.venv-vllm/bin/python -m pytest -q -p no:cacheprovider -n 0 -m vllm_cpu tests/vllm_cpu "$@"
 echo "vLLM CPU step: $((SECONDS - start)) s"
