@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.test_readme_rows import planned
+
 ROOT = Path(__file__).resolve().parents[1]
 HOWTO = ROOT / "docs" / "howto"
 
@@ -41,12 +43,6 @@ def run(command: str) -> subprocess.CompletedProcess:
         assert program == "gc2po", command
         argv = [sys.executable, "-m", "gc2po.cli", *rest]
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
-
-
-def planned(out: subprocess.CompletedProcess) -> str:
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert re.search(r"^total\s+\d+$", out.stdout, re.MULTILINE), out.stdout[-2000:]
-    return out.stdout
 
 
 def expect_hub_model(out):

@@ -210,20 +210,18 @@ def register_variant(
     """Register method ``of`` under another name, with more ``fixed`` settings (an ablation:
     ``{"lambda_exp": 0.0}``) and its own display name, colour and place in tables; its role is
     ``"ablation"`` and it has no sweeps of its own."""
-    base = METHODS.get(of)
-    variant = dataclasses.replace(
-        base,
+    return _register_derived(
+        of,
+        caller_site(),
         name=name,
         summary=summary,
-        fixed={**base.fixed, **fixed},
+        fixed=fixed,
         display_name=display_name,
         colour=colour,
         order=order,
         role="ablation",
         sweeps=(),
-        signal_from_config=False,  # an ablation of R_cf's parts or weight trains R_cf
     )
-    return _add(variant, caller_site())
 
 
 def register_preset(
@@ -246,23 +244,32 @@ def register_preset(
     place in tables, role and sweeps; ``overrides`` replace other fields of the form (a control's
     ``local_groups``, the f x p control's own reward and advantages). A new pairing of a form and
     a signal needs no preset: a workflow config's ``variants`` gives ``trainer.cf_signal``."""
-    base = METHODS.get(of)
-    preset = dataclasses.replace(
-        base,
+    return _register_derived(
+        of,
+        caller_site(),
         name=name,
         summary=summary,
-        fixed={**base.fixed, **fixed},
+        fixed=fixed,
         display_name=display_name,
         colour=colour,
         order=order,
         fidelity=fidelity,
         role=role,
         sweeps=sweeps,
-        signal_from_config=False,
         preset_of=of,
         **overrides,
     )
-    return _add(preset, caller_site())
+
+
+def _register_derived(of: str, site: str, *, fixed: dict[str, Any], **fields: Any) -> Method:
+    """Register method ``of`` with ``fixed`` added to its own and ``fields`` replaced (an
+    ablation, a preset). Never a form: an ablation of R_cf's parts or weight trains R_cf, and a
+    preset has its signal fixed."""
+    base = METHODS.get(of)
+    derived = dataclasses.replace(
+        base, fixed={**base.fixed, **fixed}, signal_from_config=False, **fields
+    )
+    return _add(derived, site)
 
 
 def _add(method: Method, site: str) -> Method:

@@ -124,11 +124,13 @@ def compare(
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _p(value: float) -> str:
+def p_text(value: float) -> str:
+    """A p-value to 3 decimals, n/a where there is none (one seed)."""
     return "n/a" if pd.isna(value) else f"{value:.3f}"
 
 
-def _difference(row) -> str:
+def difference_text(row) -> str:
+    """``+2.0 [+0.1, +3.9]``: a row's diff and its interval (the diff alone without one)."""
     if pd.isna(row.diff_ci_low):
         return signed(row.diff)
     return f"{signed(row.diff)} [{signed(row.diff_ci_low)}, {signed(row.diff_ci_high)}]"
@@ -174,8 +176,8 @@ def to_markdown(rows: pd.DataFrame, method_a: str, method_b: str, names: RunName
     for row in rows.itertuples():
         lines.append(
             f"| {row.block} | {benchmark_name(row.benchmark)} | {value(row.mean_a)} | "
-            f"{value(row.mean_b)} | {_difference(row)} | {_p(row.t_p)} | {_p(row.sign_flip_p)} | "
-            f"{_holm(row)} | {row.seeds} |"
+            f"{value(row.mean_b)} | {difference_text(row)} | {p_text(row.t_p)} | "
+            f"{p_text(row.sign_flip_p)} | {_holm(row)} | {row.seeds} |"
         )
     lines += [
         "",

@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 
 from gc2po.reporting.captions import HOLM_ALPHA, holm_verdicts, interval_text
-from gc2po.reporting.comparison import pairs
+from gc2po.reporting.comparison import difference_text, p_text, pairs
 from gc2po.reporting.names import RunNames, benchmark_name, method_name
 from gc2po.reporting.stats import paired_interval, paired_macro_test
-from gc2po.reporting.table_format import signed, value
+from gc2po.reporting.table_format import value
 from gc2po.reporting.tables import EvalFile
 
 COLUMNS = [
@@ -79,9 +79,8 @@ def verdict(diff: float, low: float, high: float, survives: str, margin: float |
     """A row's reading (module docstring); differences, interval and margin in points."""
     if survives == "yes":
         return HIGHER if diff > 0 else LOWER
-    if margin is not None and np.isfinite(low) and np.isfinite(high) and -margin <= low <= high:
-        if high <= margin:
-            return WITHIN.format(m=f"{margin:g}")
+    if margin is not None and -margin <= low and high <= margin:  # False for a NaN interval
+        return WITHIN.format(m=f"{margin:g}")
     return UNDECIDED
 
 
@@ -124,10 +123,6 @@ def compare_family(files: list[EvalFile], family: Family) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _p(x: float) -> str:
-    return "n/a" if pd.isna(x) else f"{x:.3f}"
-
-
 def to_markdown(rows: pd.DataFrame, family: Family, names: RunNames = None) -> str:
     reference = method_name(family.reference, names)
     split = benchmark_name(family.benchmark)
@@ -140,14 +135,10 @@ def to_markdown(rows: pd.DataFrame, family: Family, names: RunNames = None) -> s
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows.itertuples():
-        interval = (
-            signed(row.diff)
-            if pd.isna(row.diff_ci_low)
-            else f"{signed(row.diff)} [{signed(row.diff_ci_low)}, {signed(row.diff_ci_high)}]"
-        )
         lines.append(
             f"| {row.block} | {method_name(row.run, names)} | {value(row.mean_run)} | "
-            f"{value(row.mean_reference)} | {interval} | {_p(row.t_p)} | {_p(row.holm_p)} | "
+            f"{value(row.mean_reference)} | {difference_text(row)} | {p_text(row.t_p)} | "
+            f"{p_text(row.holm_p)} | "
             f"{row.verdict} | {row.seeds} |"
         )
     margin = (

@@ -18,8 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from gc2po import layout
-from gc2po.reporting.mechanism import CSV_COLUMNS, cell_text, measure_row, read_samples
-from gc2po.reporting.names import RunNames, benchmark_name, method_name, method_order
+from gc2po.reporting.mechanism import cell_text, mechanism_rows, read_samples
+from gc2po.reporting.names import RunNames, benchmark_name, method_name
 from gc2po.reporting.pass_at_k import mean_pass_at_k, parse_failure_share, truncation_share
 from gc2po.reporting.table_format import value as format_value
 from gc2po.testbed.chance import chance_level
@@ -102,21 +102,7 @@ def seed_values(
 
 def reasoning_rows(values: dict, splits: list[str], ks: list[int]) -> pd.DataFrame:
     """One row per (block, model, column): base first, then the runs in the tables' order."""
-    rows = []
-    for block in dict.fromkeys(sorted(block for block, _ in values)):
-        models = [m for b, m in values if b == block and m != "base"]
-        base = values.get((block, "base"), {})
-        for model in ["base"] * ((block, "base") in values) + method_order(models):
-            mine = values[(block, model)]
-            for split in splits:
-                for column in columns(split, ks):
-                    if column.key in mine:
-                        rows.append(
-                            measure_row(
-                                block, model, column, mine[column.key], base.get(column.key, {})
-                            )
-                        )
-    return pd.DataFrame(rows).reindex(columns=CSV_COLUMNS)
+    return mechanism_rows(values, [column for split in splits for column in columns(split, ks)])
 
 
 def split_title(split: str) -> str:
