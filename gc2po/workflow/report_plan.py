@@ -134,8 +134,37 @@ def families(config: dict, runs: dict) -> dict[str, dict]:
             raise ValueError(
                 f"{where}.preregistered: {prereg!r} not found (relative to {Path.cwd()})"
             )
+        if spec.get("candidates") is not None:
+            candidate_check(config, spec, where)
         out[f"family_{name}"] = spec
     return out
+
+
+CANDIDATE_SPLITS = ("test_id", "test_wrongbet")  # the mechanism measures the rule reads
+
+
+def candidate_check(config: dict, spec: dict, where: str) -> None:
+    """A family's ``candidates`` reads the mechanism table: the testbed, test_id (uncued pass@1)
+    and a split with a copy share."""
+    if config["mode"] != TESTBED:
+        raise ValueError(f"{where}.candidates: needs mode testbed (the mechanism measures)")
+    missing = [s for s in ("test_id", spec["benchmark"]) if s not in config["evaluate"]["benchmarks"]]
+    if missing:
+        raise ValueError(f"{where}.candidates: evaluate.benchmarks lacks {missing}")
+    if spec["benchmark"] not in CANDIDATE_SPLITS:
+        raise ValueError(
+            f"{where}.candidates: the family's benchmark {spec['benchmark']!r} has no copy "
+            f"share; one of {list(CANDIDATE_SPLITS)}"
+        )
+
+
+def candidate_tables(families: dict[str, dict]) -> dict[str, str]:
+    """"candidates_<name>" -> "family_<name>" for every family with ``candidates``."""
+    return {
+        f"candidates_{spec['name']}": family
+        for family, spec in families.items()
+        if spec.get("candidates") is not None
+    }
 
 
 def known_benchmarks(config: dict) -> list[str]:

@@ -199,6 +199,16 @@ def test_a_complete_config_layered_on_the_default_passes_the_check(overlay, fact
             },
             r"report.families.f.preregistered: 'no/such/file.md' not found",
         ),
+        (
+            {
+                "benchmark": "test_rephrase",
+                "reference": "grpo",
+                "runs": ["gc2po"],
+                "candidates": {"uncued_margin": 2},
+            },
+            r"report.families.f.candidates: the family's benchmark 'test_rephrase' has no copy "
+            r"share; one of \['test_id', 'test_wrongbet'\]",
+        ),
     ],
 )
 def test_a_bad_family_is_refused_naming_its_key(facts, family, message):
@@ -213,3 +223,11 @@ def test_the_ci_family_is_wired():
     families = report_plan.families(config, plan.runs(config))
     assert list(families) == ["family_controls"]
     assert families["family_controls"]["runs"] == ["grpo_fxp", "gc2po_add"]
+    assert report_plan.candidate_tables(families) == {"candidates_controls": "family_controls"}
+
+
+def test_the_candidate_rule_needs_the_testbed(facts):
+    config = plan.load_config(CI)
+    config["mode"] = "benchmark"
+    with pytest.raises(ValueError, match=r"report.families.controls.candidates: needs mode testbed"):
+        report_plan.families(config, plan.runs(config, facts))

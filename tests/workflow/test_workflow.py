@@ -163,6 +163,12 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     family = (tables / "family_controls.md").read_text()  # report.families, Holm over 2 runs
     assert "### controls: each run - GRPO on Wrong bet, pass@1 (%)" in family
     assert "| Holm p (2 runs) |" in family and "Exploratory" in family
+    # its candidate rule over the mechanism table: one seed gives no interval, so none passes
+    candidates = (tables / "candidates_controls.md").read_text()
+    assert "| 2. copies no more |" in candidates and "No run passed." in candidates
+    # the floor-bind share of the additive run, from its metrics
+    training_signals = (tables / "training_signals.md").read_text()
+    assert "| testbed | GC2PO (corrected, additive) | 100.0 |" in training_signals
     # the mechanism measures, for the base model and every run (sweeps included)
     for name in ("mechanism", "mechanism_greedy"):
         mechanism = (tables / f"{name}.md").read_text()

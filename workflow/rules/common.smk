@@ -159,6 +159,11 @@ def table_files(wildcards, suffix=""):
 COMPARISONS = report_plan.comparisons(config, RUNS)
 # families of comparisons fixed before the runs (gc2po/reporting/family.py): "family_<name>" -> spec
 FAMILIES = report_plan.families(config, RUNS)
+# the candidate pass test of a family (gc2po/reporting/candidates.py): "candidates_<name>" -> "family_<name>"
+CANDIDATES = report_plan.candidate_tables(FAMILIES)
+# report.training_signals: the floor-bind and sign-flip shares of every run over training
+TRAINING_SIGNALS = [table_file(OUT, "training_signals", ext) for ext in ("md", "csv")] \
+    if config["report"].get("training_signals", False) else []
 # accuracy along training (evaluate.learning_curve: {benchmarks, problems, runs}); off when absent
 LEARNING_CURVE = config["evaluate"].get("learning_curve")
 CURVE_FILES = report_plan.curve_files(config, JOBS.values(), OUT)  # (base, run) -> CSV per seed
@@ -170,7 +175,9 @@ CHECKPOINTS = [run_dir(j).final(OUT) for j in JOBS.values()]
 TABLES = [table_file(OUT, table, ext)
           for table in TABLE_SPECS for ext in ("md", "tex", "csv", "html")] + \
          [table_file(OUT, comparison, ext) for comparison in COMPARISONS for ext in ("md", "csv")] + \
-         [table_file(OUT, family, ext) for family in FAMILIES for ext in ("md", "csv")]
+         [table_file(OUT, family, ext) for family in FAMILIES for ext in ("md", "csv")] + \
+         [table_file(OUT, table, ext) for table in CANDIDATES for ext in ("md", "csv")] + \
+         TRAINING_SIGNALS
 FIGURES = [figure_file(OUT, figure) for figure in
            ("grad_norm", "sampling_ratio", "budget_curves", "token_usage", "lambda_ablation")] + \
           [figure_file(OUT, f"training_cost_{base}") for base in BASE_MODELS] + \

@@ -72,3 +72,27 @@ rule dose_response:
         runtime=5,
     script:
         "../scripts/dose_response.py"
+
+
+rule candidates:  # a family's runs against the pre-registered candidate rule (report.families[].candidates)
+    input:
+        family=lambda wc: table_file(OUT, CANDIDATES[wc.candidates], "csv"),
+        mechanism=table_file(OUT, "mechanism", "csv"),
+    output:
+        md=table_file(OUT, "{candidates}", "md"),
+        csv=table_file(OUT, "{candidates}", "csv"),
+    params:
+        spec=lambda wc: FAMILIES[CANDIDATES[wc.candidates]],
+        names=RUN_NAMES,
+    wildcard_constraints:
+        candidates="|".join(CANDIDATES) or "no_candidates",
+    log:
+        f"logs/{NAME}/tables/{{candidates}}.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/candidates.py"

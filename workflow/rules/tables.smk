@@ -79,3 +79,23 @@ rule family:
         runtime=5,
     script:
         "../scripts/family.py"
+
+
+rule training_signals:  # report.training_signals: what the additive bonus did in training
+    input:
+        [run_dir(job).metrics(OUT) for job in JOBS.values()],
+    output:
+        md=table_file(OUT, "training_signals", "md"),
+        csv=table_file(OUT, "training_signals", "csv"),
+    params:
+        names=RUN_NAMES,
+    log:
+        f"logs/{NAME}/tables/training_signals.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/training_signals.py"
