@@ -4,7 +4,9 @@ A table in a Markdown page is *bound* to a results file when the line that intro
 last non-blank line before the table: a heading or a sentence) names, in backticks, one file
 ``results/<name>/tables/<table>.md``. :func:`check_page` compares each bound table, row by row,
 with the table in that file (cells compared with their surrounding spaces stripped), so a number
-pasted into the docs cannot drift from the output that produced it.
+pasted into the docs cannot drift from the output that produced it. A file holding several
+tables (one per split, say) binds its N-th with ``results/<name>/tables/<table>.md#N`` (1-based;
+without it, the first).
 
 A page may pin the machine its numbers came from, with a line ``<!-- machine: <digest> -->``
 (:func:`machine_digest` of the evaluation summaries' ``machine`` field) before the bound tables:
@@ -28,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-RESULTS_FILE = re.compile(r"`(results/[^`\s]+/tables/[^`\s]+\.md)`")
+RESULTS_FILE = re.compile(r"`(results/[^`\s#]+/tables/[^`\s#]+\.md)(?:#(\d+))?`")
 MACHINE_PIN = re.compile(r"<!--\s*machine:\s*([0-9a-f]{12,64})\s*-->")
 # what decides a machine's bytes; cpu_count, thread counts and the env echo are left out of the
 # digest only where they are implied by these (the fingerprint's own docstring says which)
@@ -49,12 +51,14 @@ DIGEST_FIELDS = (
 @dataclass(frozen=True)
 class BoundTable:
     """A docs table: the results file it names, its first line number (1-based), its rows
-    (cells stripped) and the machine digest pinned above it (None: not pinned)."""
+    (cells stripped), the machine digest pinned above it (None: not pinned) and which of the
+    file's tables it is (1-based)."""
 
     results_file: str
     line: int
     rows: tuple[tuple[str, ...], ...]
     machine: str | None
+    index: int = 1
 
 
 def table_rows(lines: list[str]) -> tuple[tuple[str, ...], ...]:
@@ -85,20 +89,28 @@ def bound_tables(text: str) -> list[BoundTable]:
         before = next((line for line in reversed(lines[:start]) if line.strip()), "")
         named = RESULTS_FILE.findall(before)
         if len(named) == 1:
-            found.append(BoundTable(named[0], start + 1, table_rows(lines[start:index]), machine))
+            path, number = named[0]
+            rows = table_rows(lines[start:index])
+            found.append(BoundTable(path, start + 1, rows, machine, int(number or 1)))
     return found
 
 
-def file_rows(path: Path) -> tuple[tuple[str, ...], ...]:
-    """The rows of the (first) table of a results Markdown file."""
-    lines = path.read_text().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("|")), None)
-    if start is None:
+def file_rows(path: Path, index: int = 1) -> tuple[tuple[str, ...], ...]:
+    """The rows of the ``index``-th table (1-based) of a results Markdown file."""
+    lines, tables, at = path.read_text().splitlines(), [], 0
+    while at < len(lines):
+        if not lines[at].lstrip().startswith("|"):
+            at += 1
+            continue
+        start = at
+        while at < len(lines) and lines[at].lstrip().startswith("|"):
+            at += 1
+        tables.append(table_rows(lines[start:at]))
+    if not tables:
         raise ValueError(f"{path}: no Markdown table")
-    end = start
-    while end < len(lines) and lines[end].lstrip().startswith("|"):
-        end += 1
-    return table_rows(lines[start:end])
+    if index > len(tables):
+        raise ValueError(f"{path}: no table {index} (it has {len(tables)})")
+    return tables[index - 1]
 
 
 def machine_digest(fingerprint: dict) -> str:
@@ -127,11 +139,16 @@ def shape(rows) -> tuple:
 def check_table(page: str, table: BoundTable, roots: list[Path]) -> tuple[str | None, str | None]:
     """(what differs or None, a note or None) for one bound table against its results file,
     looked for under each of ``roots`` in turn."""
-    where = f"{page}:{table.line}: {table.results_file}"
+    where = f"{page}:{table.line}: {table.results_file}" + (
+        f"#{table.index}" if table.index != 1 else ""
+    )
     path = next((r / table.results_file for r in roots if (r / table.results_file).exists()), None)
     if path is None:
         return f"{where}: no such file under {', '.join(map(str, roots))}", None
-    expected = file_rows(path)
+    try:
+        expected = file_rows(path, table.index)
+    except ValueError as err:
+        return f"{where}: {err}", None
     made_on = results_machine(path.parents[1])
     if table.machine is not None and made_on is not None and made_on != table.machine:
         note = f"{where}: made on machine {made_on}, the page pins {table.machine}: shape only"

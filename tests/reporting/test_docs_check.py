@@ -129,3 +129,24 @@ def test_several_roots_are_searched_in_order(tmp_path):
     assert main([str(page(tmp_path, doc)), "--root", str(default), "--root", str(study)]) == 0
     _, differences, _ = check_page(page(tmp_path, doc), [study])
     assert len(differences) == 1 and "no such file under" in differences[0]
+
+
+def test_the_nth_table_of_a_file_is_bound_with_a_fragment(tmp_path):
+    """reasoning.md holds one table per split: `...reasoning.md#2` is the second."""
+    tables = tmp_path / "results" / "testbed" / "tables"
+    tables.mkdir(parents=True)
+    (tables / "reasoning.md").write_text(
+        "#### Test (ID)\n\n| Model | pass@1 |\n|---|---|\n| base | 10.0 |\n\n"
+        "#### New compositions\n\n| Model | pass@1 |\n|---|---|\n| base | 2.0 |\n"
+    )
+    second = "New compositions (`results/testbed/tables/reasoning.md#2`)\n\n| Model | pass@1 |\n|---|---|\n"
+    good = page(tmp_path, second + "| base | 2.0 |\n")
+    assert [t.index for t in bound_tables(good.read_text())] == [2]
+    assert check_page(good, tmp_path)[1] == []
+    # the first table's row under #2 differs, naming the fragment
+    wrong = page(tmp_path, second + "| base | 10.0 |\n")
+    (difference,) = check_page(wrong, tmp_path)[1]
+    assert "reasoning.md#2: row 2 is 'base | 10.0'" in difference
+    third = page(tmp_path, second.replace("#2", "#3") + "| base | 2.0 |\n")
+    (missing,) = check_page(third, tmp_path)[1]
+    assert "no table 3 (it has 2)" in missing
