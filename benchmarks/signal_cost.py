@@ -17,6 +17,9 @@ nothing.
         [--methods gc2po_add,gc2po_add_answer,gc2po_add_oracle] [--repeats 3] [--steps 3]
     OMP_NUM_THREADS=1 python benchmarks/signal_cost.py --model resources/testbed/models/testbed \
         --methods grpo,gc2po_add,gc2po_add_answer,gc2po_add_agree,gc2po_add_operand --repeats 2
+
+A method may carry its own settings, as a config's ``variants`` give them:
+``grpo_gated:cf_signal=operand_sensitivity`` (``+`` between several; numbers read as numbers).
 """
 
 from __future__ import annotations
@@ -34,6 +37,21 @@ sys.path.insert(0, str(Path(__file__).parent))
 from step_time import NESTED, PhaseTimer, run, train_file  # noqa: E402
 
 SIGNAL_PHASE = "per-episode signal (answer or operand passes, agreement, oracle)"
+
+
+def method_spec(spec: str) -> tuple[str, dict]:
+    """``"grpo_gated:cf_signal=operand_sensitivity+lambda_cf=0.8"`` -> (method, settings)."""
+    method, _, rest = spec.partition(":")
+    settings = {}
+    for item in filter(None, rest.split("+")):
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--methods: {spec!r}: a setting is key=value, not {item!r}")
+        try:
+            settings[key] = float(text) if "." in text else int(text)
+        except ValueError:
+            settings[key] = text
+    return method, settings
 
 
 def main() -> None:
@@ -60,7 +78,10 @@ def main() -> None:
         )
         for repeat in range(ns.repeats):
             for method in methods[repeat % len(methods) :] + methods[: repeat % len(methods)]:
-                step_times, _ = run(ns.model, data, method, True, ns.steps, workdir, phases, method)
+                name, settings = method_spec(method)
+                step_times, _ = run(
+                    ns.model, data, name, True, ns.steps, workdir, phases, method, settings
+                )
                 times[method] += step_times
     reference = statistics.median(times[methods[0]])
     for method in methods:

@@ -139,8 +139,10 @@ def run(
     workdir: Path,
     phases: PhaseTimer,
     label,
+    settings: dict | None = None,
 ) -> tuple[list[float], list[dict]]:
-    """Train ``steps`` steps; returns the times of steps 2.. and the logged rows."""
+    """Train ``steps`` steps (``settings``: the method's own trainer settings, as a config's
+    variant sets them); returns the times of steps 2.. and the logged rows."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
     from gc2po.data.jsonl import read_jsonl
@@ -157,7 +159,7 @@ def run(
         "seed": 0,
         "output_dir": str(workdir / "out"),
         "overwrite": True,
-        "trainer": {**TRAINER, "max_steps": steps, "fast_generation": fast},
+        "trainer": {**TRAINER, **(settings or {}), "max_steps": steps, "fast_generation": fast},
     }
     args = build_args(run_config)
     args.metrics_path, args.disable_tqdm = None, True
