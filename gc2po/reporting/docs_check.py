@@ -72,40 +72,42 @@ def table_rows(lines: list[str]) -> tuple[tuple[str, ...], ...]:
     return tuple(rows)
 
 
-def bound_tables(text: str) -> list[BoundTable]:
-    """Every table of a page whose introducing line names exactly one results table file."""
-    lines = text.splitlines()
-    found, machine, index = [], None, 0
+def table_spans(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, past-the-last) line index of every Markdown table (a run of lines starting
+    with ``|``)."""
+    spans, index = [], 0
     while index < len(lines):
-        pin = MACHINE_PIN.search(lines[index])
-        if pin:
-            machine = pin.group(1)
         if not lines[index].lstrip().startswith("|"):
             index += 1
             continue
         start = index
         while index < len(lines) and lines[index].lstrip().startswith("|"):
             index += 1
+        spans.append((start, index))
+    return spans
+
+
+def bound_tables(text: str) -> list[BoundTable]:
+    """Every table of a page whose introducing line names exactly one results table file."""
+    lines = text.splitlines()
+    found = []
+    for start, end in table_spans(lines):
+        pins = [p.group(1) for p in map(MACHINE_PIN.search, lines[:start]) if p]
         before = next((line for line in reversed(lines[:start]) if line.strip()), "")
         named = RESULTS_FILE.findall(before)
         if len(named) == 1:
             path, number = named[0]
-            rows = table_rows(lines[start:index])
-            found.append(BoundTable(path, start + 1, rows, machine, int(number or 1)))
+            rows = table_rows(lines[start:end])
+            found.append(
+                BoundTable(path, start + 1, rows, pins[-1] if pins else None, int(number or 1))
+            )
     return found
 
 
 def file_rows(path: Path, index: int = 1) -> tuple[tuple[str, ...], ...]:
     """The rows of the ``index``-th table (1-based) of a results Markdown file."""
-    lines, tables, at = path.read_text().splitlines(), [], 0
-    while at < len(lines):
-        if not lines[at].lstrip().startswith("|"):
-            at += 1
-            continue
-        start = at
-        while at < len(lines) and lines[at].lstrip().startswith("|"):
-            at += 1
-        tables.append(table_rows(lines[start:at]))
+    lines = path.read_text().splitlines()
+    tables = [table_rows(lines[start:end]) for start, end in table_spans(lines)]
     if not tables:
         raise ValueError(f"{path}: no Markdown table")
     if index > len(tables):
