@@ -20,8 +20,15 @@ def _family(verdicts: dict[str, str]) -> pd.DataFrame:
     """Family rows (gc2po.reporting.family's columns the rule reads), one per run vs grpo."""
     return pd.DataFrame(
         [
-            {"block": "testbed", "run": run, "reference": "grpo", "diff": 10.0, "holm_p": 0.01,
-             "verdict": verdict, "seeds": "0,1,2"}  # fmt: skip
+            {
+                "block": "testbed",
+                "run": run,
+                "reference": "grpo",
+                "diff": 10.0,
+                "holm_p": 0.01,
+                "verdict": verdict,
+                "seeds": "0,1,2",
+            }  # fmt: skip
             for run, verdict in verdicts.items()
         ]
     )
@@ -41,7 +48,10 @@ def _mechanism(cells: dict[str, tuple[list[float], list[float]]]) -> pd.DataFram
     """model -> (copy share on wrong bet per seed, uncued test_id pass@1 per seed), in %."""
     rows = []
     for model, (copy, uncued) in cells.items():
-        rows += [_cell(model, SPLIT, "copy_share", copy), _cell(model, "test_id", "uncued_pass@1", uncued)]
+        rows += [
+            _cell(model, SPLIT, "copy_share", copy),
+            _cell(model, "test_id", "uncued_pass@1", uncued),
+        ]
     return pd.DataFrame(rows)
 
 
@@ -63,8 +73,12 @@ def test_the_three_conditions_by_hand():
         }
     )
     family = _family(
-        {"good": "higher (Holm)", "copier": "higher (Holm)", "forgets": "higher (Holm)",
-         "not_higher": "not decided"}  # fmt: skip
+        {
+            "good": "higher (Holm)",
+            "copier": "higher (Holm)",
+            "forgets": "higher (Holm)",
+            "not_higher": "not decided",
+        }  # fmt: skip
     )
     rows = candidate_rows(family, mechanism, split=SPLIT, uncued_margin=2).set_index("run")
     assert rows.loc["good", "copy_diff"] == pytest.approx(-20.0)
@@ -92,14 +106,21 @@ def test_what_cannot_be_checked_does_not_pass():
     """One seed: no interval, condition 3 unchecked; a run missing from the mechanism table:
     no copy share. Neither passes, and nothing is NaN-compared into a yes."""
     one_seed = pd.DataFrame(
-        [_cell("grpo", SPLIT, "copy_share", [50.0]), _cell("grpo", "test_id", "uncued_pass@1", [70.0]),
-         _cell("r", SPLIT, "copy_share", [10.0]), _cell("r", "test_id", "uncued_pass@1", [90.0])]
-    )  # fmt: skip
+        [
+            _cell("grpo", SPLIT, "copy_share", [50.0]),
+            _cell("grpo", "test_id", "uncued_pass@1", [70.0]),
+            _cell("r", SPLIT, "copy_share", [10.0]),
+            _cell("r", "test_id", "uncued_pass@1", [90.0]),
+        ]
+    )
     rows = candidate_rows(_family({"r": "higher (Holm)"}), one_seed, split=SPLIT, uncued_margin=2)
     assert rows.copies_no_more.iloc[0] and not rows.uncued_holds.iloc[0]
     assert not rows.passes.iloc[0]
     missing = candidate_rows(
-        _family({"absent": "higher (Holm)"}), _mechanism({"grpo": GRPO}), split=SPLIT, uncued_margin=2
+        _family({"absent": "higher (Holm)"}),
+        _mechanism({"grpo": GRPO}),
+        split=SPLIT,
+        uncued_margin=2,
     )
     assert not missing.copies_no_more.iloc[0] and not missing.passes.iloc[0]
     assert math.isnan(missing.copy_diff.iloc[0])

@@ -139,7 +139,10 @@ def test_the_nth_table_of_a_file_is_bound_with_a_fragment(tmp_path):
         "#### Test (ID)\n\n| Model | pass@1 |\n|---|---|\n| base | 10.0 |\n\n"
         "#### New compositions\n\n| Model | pass@1 |\n|---|---|\n| base | 2.0 |\n"
     )
-    second = "New compositions (`results/testbed/tables/reasoning.md#2`)\n\n| Model | pass@1 |\n|---|---|\n"
+    second = (
+        "New compositions (`results/testbed/tables/reasoning.md#2`)\n\n"
+        "| Model | pass@1 |\n|---|---|\n"
+    )
     good = page(tmp_path, second + "| base | 2.0 |\n")
     assert [t.index for t in bound_tables(good.read_text())] == [2]
     assert check_page(good, tmp_path)[1] == []

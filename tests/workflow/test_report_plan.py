@@ -229,5 +229,6 @@ def test_the_ci_family_is_wired():
 def test_the_candidate_rule_needs_the_testbed(facts):
     config = plan.load_config(CI)
     config["mode"] = "benchmark"
-    with pytest.raises(ValueError, match=r"report.families.controls.candidates: needs mode testbed"):
+    message = r"report.families.controls.candidates: needs mode testbed"
+    with pytest.raises(ValueError, match=message):
         report_plan.families(config, plan.runs(config, facts))
