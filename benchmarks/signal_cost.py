@@ -47,10 +47,12 @@ def method_spec(spec: str) -> tuple[str, dict]:
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise SystemExit(f"--methods: {spec!r}: a setting is key=value, not {item!r}")
-        try:
-            settings[key] = float(text) if "." in text else int(text)
-        except ValueError:
-            settings[key] = text
+        for kind in (int, float, str):  # 4 -> 4, 0.29 and 1e-4 -> float, a name stays text
+            try:
+                settings[key] = kind(text)
+                break
+            except ValueError:
+                continue
     return method, settings
 
 

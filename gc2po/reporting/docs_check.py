@@ -90,17 +90,20 @@ def table_spans(lines: list[str]) -> list[tuple[int, int]]:
 def bound_tables(text: str) -> list[BoundTable]:
     """Every table of a page whose introducing line names exactly one results table file."""
     lines = text.splitlines()
+    pinned, machine = [], None  # the machine pinned at or above each line
+    for line in lines:
+        pin = MACHINE_PIN.search(line)
+        machine = pin.group(1) if pin else machine
+        pinned.append(machine)
     found = []
     for start, end in table_spans(lines):
-        pins = [p.group(1) for p in map(MACHINE_PIN.search, lines[:start]) if p]
         before = next((line for line in reversed(lines[:start]) if line.strip()), "")
         named = RESULTS_FILE.findall(before)
         if len(named) == 1:
             path, number = named[0]
             rows = table_rows(lines[start:end])
-            found.append(
-                BoundTable(path, start + 1, rows, pins[-1] if pins else None, int(number or 1))
-            )
+            machine = pinned[start - 1] if start else None
+            found.append(BoundTable(path, start + 1, rows, machine, int(number or 1)))
     return found
 
 

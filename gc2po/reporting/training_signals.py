@@ -25,6 +25,12 @@ from gc2po.reporting.stats import seed_interval
 
 FLOOR, FLIP = "advantages/floor_binds", "advantages/sign_flip_frac"
 KEYS = {FLOOR: "floor binds", FLIP: "sign flips"}
+# what a row summarises of a seed's {step: value}
+WHEN = {
+    "all steps": lambda steps: float(np.mean(list(steps.values()))),
+    "first step": lambda steps: steps[min(steps)],
+    "last step": lambda steps: steps[max(steps)],
+}
 COLUMNS = ["block", "run", "key", "when", "mean", "ci_low", "ci_high", "seeds", "steps"]
 
 
@@ -61,12 +67,7 @@ def training_signal_rows(metrics: list[str | Path]) -> pd.DataFrame:
                 seeds = per.get((block, run, key))
                 if not seeds:
                     continue
-                picks = {
-                    "all steps": lambda steps: float(np.mean(list(steps.values()))),
-                    "first step": lambda steps: steps[min(steps)],
-                    "last step": lambda steps: steps[max(steps)],
-                }
-                for when, pick in picks.items():
+                for when, pick in WHEN.items():
                     mean, low, high = seed_interval([100 * pick(s) for s in seeds.values()])
                     rows.append(
                         {
@@ -105,7 +106,7 @@ CAPTION = (
 
 
 def to_markdown(rows: pd.DataFrame, names: RunNames = None) -> str:
-    whens = ["all steps", "first step", "last step"]
+    whens = list(WHEN)
     header = ["Base model", "Run"] + [f"{KEYS[k]}, {w}" for k in KEYS for w in whens] + ["seeds"]
     lines = [
         "### What the additive bonus did in training",
@@ -114,7 +115,9 @@ def to_markdown(rows: pd.DataFrame, names: RunNames = None) -> str:
         "|" + "---|" * len(header),
     ]
     if rows.empty:
-        lines.append("| " + " | ".join(["no run logs these keys"] + [""] * (len(header) - 1)) + " |")
+        lines.append(
+            "| " + " | ".join(["no run logs these keys"] + [""] * (len(header) - 1)) + " |"
+        )
     for (block, run), cells in rows.groupby(["block", "run"], sort=False):
         by = {(r["key"], r["when"]): r for r in cells.to_dict("records")}
         texts = [_cell(by[(k, w)]) if (k, w) in by else "" for k in KEYS for w in whens]

@@ -1,4 +1,4 @@
-"""benchmarks/signal_cost.py's --methods: a method with its own settings, as a variant gives them."""
+"""benchmarks/signal_cost.py's --methods: a method with its own settings, as a variant sets them."""
 
 import sys
 from pathlib import Path
@@ -19,8 +19,11 @@ def test_a_method_with_settings():
         "gc2po_add_agree",
         {"lambda_cf": 0.29, "num_perturbations": 4},
     )
+    assert method_spec("grpo:learning_rate=1e-4") == ("grpo", {"learning_rate": 1e-4})
 
 
 def test_a_setting_without_a_value_is_refused_naming_it():
-    with pytest.raises(SystemExit, match=r"--methods: 'grpo_gated:cf_signal': a setting is key=value"):
+    with pytest.raises(
+        SystemExit, match=r"--methods: 'grpo_gated:cf_signal': a setting is key=value"
+    ):
         method_spec("grpo_gated:cf_signal")
