@@ -291,6 +291,67 @@ def signal_markdown(table: pd.DataFrame, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def trained_signal_table(table: pd.DataFrame, trained: dict[str, str]) -> pd.DataFrame:
+    """Each audited run's own signal over its training: for every run in ``trained`` (its name in
+    ``table`` -> the signal column it trains on, e.g. ``"operand_sensitivity"``), the base model's
+    row of that column (step 0) and the run's rows of it (its checkpoints in step order, the end
+    last), so a signal that decays under its own training shows as a falling column.
+    ``table`` is :func:`signal_table`'s; runs not in it are left out."""
+    rows = []
+    for run, column in trained.items():
+        own = table[table.column == column]
+        base = own[own.model == "Base model"].assign(run=run)
+        steps = own[own.model == run]
+        steps = steps.assign(run=run).iloc[
+            sorted(range(len(steps)), key=lambda i: _step_order(steps.step.iloc[i]))
+        ]
+        if len(steps):
+            rows.append(pd.concat([base, steps]))
+    if not rows:
+        return table.iloc[:0].assign(run=[])
+    return pd.concat(rows, ignore_index=True)
+
+
+def _step_order(step: str) -> float:
+    return float("inf") if step == "end" else float(step)
+
+
+def trained_signal_markdown(table: pd.DataFrame, caption: str) -> str:
+    """:func:`trained_signal_table` as markdown, under ``caption``."""
+    lines = [
+        caption,
+        "",
+        "| run | signal | checkpoint | rho given f [95% CI] | training quantity [95% CI] "
+        "| step-matched [95% CI] | rms z | aligned | floor binds |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in table.itertuples():
+        checkpoint = (
+            "base"
+            if row.model == "Base model"
+            else ("end" if row.step == "end" else f"step {row.step}")
+        )
+        lines.append(
+            f"| {row.run} | {row.signal} | {checkpoint} "
+            f"| {_interval(row.rho, row.ci_low, row.ci_high)} "
+            f"| {_interval(row.tq, row.tq_ci_low, row.tq_ci_high)} "
+            f"| {_interval(row.step_matched, row.step_matched_ci_low, row.step_matched_ci_high)} "
+            f"| {_number(row.rms_z, '.3f')} | {_number(row.aligned, '+.3f')} "
+            f"| {_number(row.floor_binds, '.0%')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+TRAINED_SIGNAL_CAPTION = (
+    "Each audited run's own signal (the per-episode signal it trains on) on the base model, "
+    "at its kept checkpoint(s) and at the end of training, from tables/signal_audit.md (the "
+    "same statistics: rho given f, the training quantity, the step-matched correlation, rms z, "
+    "aligned = training quantity x rms z, and the share of groups where the std floor binds; "
+    "every model scored with one run's settings, audit.reward_run). A signal that decays under "
+    "its own training reads lower at the end than on the base model."
+)
+
+
 SIGNAL_CAPTION = (
     "Within-problem correlation of each per-episode signal with the oracle's episode validity "
     "given f (signal and validity demeaned within each problem's f = 0 and f = 1 completions; "

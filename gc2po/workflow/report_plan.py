@@ -344,3 +344,28 @@ def check(config: dict, facts: Facts, measure_splits) -> None:
     length_runs(config, runs, facts)
     audit_reward_run(config, runs, facts)
     reasoning_settings(config)
+
+
+def audit_trained_signals(config: dict, runs: dict, names: dict[str, str]) -> dict[str, str]:
+    """The audited runs that train on a per-episode signal: their names in tables (``names``:
+    run label -> display name) -> the signal audit's column of that signal (R_cf at the run's
+    cf_state, a policy-only signal by name, the noisy oracle at the run's rho). Runs without a
+    per-episode signal (GRPO, the oracle's f x p) and the base model are left out."""
+    from gc2po.audit.signals import oracle_column
+    from gc2po.methods import get_method
+
+    trained = {}
+    for label in (config.get("audit") or {}).get("models", []):
+        if label not in runs:
+            continue
+        run = runs[label]
+        method = get_method(run.method)
+        settings = {**method.fixed, **run.trainer}
+        signal = settings.get("cf_signal", "r_cf" if method.needs_cf else None)
+        if signal == "r_cf":
+            trained[names[label]] = f"r_cf@{settings.get('cf_state') or method.cf_state}"
+        elif signal == "oracle" and settings.get("cf_signal_rho") is not None:
+            trained[names[label]] = oracle_column(settings["cf_signal_rho"])
+        elif signal not in (None, "oracle"):
+            trained[names[label]] = signal
+    return trained

@@ -14,10 +14,13 @@ import torch
 from gc2po.audit import AuditSampling
 from gc2po.audit.signals import (
     SIGNAL_CAPTION,
+    TRAINED_SIGNAL_CAPTION,
     episode_frame,
     signal_audit,
     signal_markdown,
     signal_table,
+    trained_signal_markdown,
+    trained_signal_table,
 )
 from gc2po.testbed.oracle import grade
 from gc2po.training.signals import noisy_oracle
@@ -124,3 +127,45 @@ def test_the_episode_frame_of_real_completions(tiny_model_dir):
     perturbation = args.counterfactual_params().perturbation
     expected = cf_at(batch, args, "episode_end", perturbation, 0)[2]
     assert per_completion.tolist() == pytest.approx(expected.tolist(), abs=1e-6)
+
+
+def _audit_row(signal: str, rho: float, floor: float) -> dict:
+    return {"signal": signal, "rho": rho, "ci_low": rho - 0.1, "ci_high": rho + 0.1,
+            "rho_unconditional": rho, "problems": 40, "episodes": 300, "tq": rho / 2,
+            "tq_ci_low": 0.0, "tq_ci_high": rho, "rms_z": 0.9, "aligned": 0.9 * rho / 2,
+            "step_matched": rho / 3, "step_matched_ci_low": 0.0, "step_matched_ci_high": rho,
+            "floor_binds": floor, "groups": 100}  # fmt: skip
+
+
+def test_the_trained_signal_table_follows_each_run_over_its_checkpoints():
+    audits = [
+        ("Base model", "0", [_audit_row("operand_sensitivity", 0.45, 0.05),
+                             _audit_row("r_cf@result", 0.08, 0.94)]),
+        ("Gated operand", "end", [_audit_row("operand_sensitivity", 0.30, 0.01),
+                                  _audit_row("r_cf@result", 0.09, 0.9)]),
+        ("Gated operand", "30", [_audit_row("operand_sensitivity", 0.25, 0.02)]),
+        ("Gated R_cf", "30", [_audit_row("r_cf@result", 0.07, 0.95)]),
+    ]  # fmt: skip
+    table = signal_table(audits)
+    trained = trained_signal_table(
+        table,
+        {"Gated operand": "operand_sensitivity", "Gated R_cf": "r_cf@result", "Absent": "x"},
+    )
+    # each run: the base model's row of its signal, then its checkpoints in step order, end last
+    assert list(zip(trained.run, trained.model, trained.step, trained.rho)) == [
+        ("Gated operand", "Base model", "0", 0.45),
+        ("Gated operand", "Gated operand", "30", 0.25),
+        ("Gated operand", "Gated operand", "end", 0.30),
+        ("Gated R_cf", "Base model", "0", 0.08),
+        ("Gated R_cf", "Gated R_cf", "30", 0.07),
+    ]
+    text = trained_signal_markdown(trained, TRAINED_SIGNAL_CAPTION)
+    assert (
+        "| Gated operand | operand sensitivity (beyond the paper) | step 30 | "
+        "+0.250 [+0.150, +0.350] | +0.125 [+0.000, +0.250] |" in text
+    )
+    assert "| Gated R_cf | R_cf at result | base | +0.080 [-0.020, +0.180] |" in text
+    assert "| Gated operand | operand sensitivity (beyond the paper) | end |" in text
+    # no audited run trains on a signal: an empty table with the same columns, no error
+    empty = trained_signal_table(table, {})
+    assert empty.empty and "run" in empty.columns

@@ -48,7 +48,9 @@ TABLES = {
         "Dose response": ["report/tables/dose_response_gc2po_lambda_cf.html"],
     },
     "5 Ablations": {"Tables": ["tables/ablation.html"]},
-    "6 Reward audit": {"Tables": ["report/tables/signal_audit.html"]},
+    "6 Reward audit": {
+        "Tables": ["report/tables/signal_audit.html", "report/tables/signal_audit_trained.html"]
+    },
 }
 GROUPS = ["1 Setup", "2 Training", "3 Results", "4 Mechanism", "5 Ablations", "6 Reward audit"]
 

@@ -232,3 +232,23 @@ def test_the_candidate_rule_needs_the_testbed(facts):
     message = r"report.families.controls.candidates: needs mode testbed"
     with pytest.raises(ValueError, match=message):
         report_plan.families(config, plan.runs(config, facts))
+
+
+def test_each_audited_run_is_read_on_the_signal_it_trains_on(facts):
+    config = plan.load_config(
+        [ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_why.yaml"]
+    )
+    config["audit"] = {"models": ["base", "grpo", "grpo_fxp", "gc2po", "gated_rcf",
+                                  "gated_oracle_rho0.07", "add_rcf_l4.1", "add_agree_l0.29",
+                                  "gated_operand", "gated_agree"]}  # fmt: skip
+    runs = plan.runs(config, facts)
+    names = {label: f"name of {label}" for label in runs}
+    assert report_plan.audit_trained_signals(config, runs, names) == {
+        "name of gc2po": "r_cf@episode_end",  # the paper's state
+        "name of gated_rcf": "r_cf@result",  # the gated form reads R_cf where the corrected does
+        "name of gated_oracle_rho0.07": "oracle(rho=0.07)",
+        "name of add_rcf_l4.1": "r_cf@result",
+        "name of add_agree_l0.29": "sibling_agreement",  # a preset fixes its signal
+        "name of gated_operand": "operand_sensitivity",  # a variant's trainer.cf_signal
+        "name of gated_agree": "sibling_agreement",
+    }  # the base model, GRPO and the unnoised control train on no per-episode signal

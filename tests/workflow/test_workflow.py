@@ -138,6 +138,16 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
     signals = (tables / "signal_audit.md").read_text()  # every audited model's episode signals
     assert "| Base model | 0 | R_cf at last_content |" in signals
     assert "| GC2PO (paper) | end | noisy oracle, rho = 0.3 (check) |" in signals
+    # the paper's run's own signal (R_cf at episode_end) on the base, at step 1 and at the end
+    trained = (tables / "signal_audit_trained.md").read_text().splitlines()
+    assert [line.split(" | ")[2] for line in trained if line.startswith("| GC2PO (paper) |")] == [
+        "base",
+        "step 1",
+        "end",
+    ]
+    assert all(
+        "| R_cf at episode_end |" in line for line in trained if line.startswith("| GC2PO (paper)")
+    )
     assert "| + Control (oracle): GRPO on f x p |" in table1  # the positive control, labelled so
     assert "| Longer chains | Wrong bet | Average |" in table1  # the wrong-bet split, evaluated
     # every split's chance level, and the two splits no reward on the train split can teach

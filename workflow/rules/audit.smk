@@ -6,7 +6,9 @@ AUDIT_MODELS = AUDIT.get("models", []) if TESTBED else []  # the audit needs the
 AUDIT_FIGURE = [figure_file(OUT, "reward_audit")] if AUDIT_MODELS else []
 # the within-problem audit of the per-episode signals (R_cf per cf_state, answer dependence, the
 # noisy oracle as a check), every audited model and checkpoint: tables/signal_audit.{md,csv}
-AUDIT_TABLES = [table_file(OUT, "signal_audit", ext) for ext in ("md", "csv")] if AUDIT_MODELS else []
+# and each audited run's own signal over its training: tables/signal_audit_trained.{md,csv}
+AUDIT_TABLES = ([table_file(OUT, name, ext) for name in ("signal_audit", "signal_audit_trained")
+                 for ext in ("md", "csv")] if AUDIT_MODELS else [])
 # the audit over training: checkpoint-<step> of every audited run (the base model is step 0)
 AUDIT_STEPS = AUDIT.get("checkpoint_steps", []) if AUDIT_MODELS else []
 # every model is scored with the R_cf settings of one run (its resolved GC2POConfig: the
@@ -110,8 +112,11 @@ rule signal_audit_table:
     output:
         md=table_file(OUT, "signal_audit", "md"),
         csv=table_file(OUT, "signal_audit", "csv"),
+        trained_md=table_file(OUT, "signal_audit_trained", "md"),
+        trained_csv=table_file(OUT, "signal_audit_trained", "csv"),
     params:
         names=RUN_NAMES,
+        trained=report_plan.audit_trained_signals(config, RUNS, RUN_NAMES),
     log:
         f"logs/{NAME}/signal_audit_table.log",
     conda:

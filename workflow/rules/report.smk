@@ -9,7 +9,8 @@ REPORT_TABLES = {
     **{name: ("family", "3 Results", "Pre-registered families") for name in FAMILIES},
     **{name: ("mechanism", "4 Mechanism", "Tables") for name in MECHANISM_TABLES},
     **{name: ("dose_response", "4 Mechanism", "Dose response") for name in DOSE_RESPONSE},
-    **({"signal_audit": ("signal_audit", "6 Reward audit", "Tables")} if AUDIT_TABLES else {}),
+    **({name: ("signal_audit", "6 Reward audit", "Tables")
+        for name in ("signal_audit", "signal_audit_trained")} if AUDIT_TABLES else {}),
 }
 REPORT_TABLE_PAGES = [report_page(OUT, f"tables/{name}") for name in REPORT_TABLES]
 

@@ -3,7 +3,14 @@
 import json
 from pathlib import Path
 
-from gc2po.audit.signals import SIGNAL_CAPTION, signal_markdown, signal_table
+from gc2po.audit.signals import (
+    SIGNAL_CAPTION,
+    TRAINED_SIGNAL_CAPTION,
+    signal_markdown,
+    signal_table,
+    trained_signal_markdown,
+    trained_signal_table,
+)
 from gc2po.layout import CheckpointAuditDir, audit_of_summary
 from gc2po.reporting.names import method_name
 from gc2po.workflow.script_log import logged
@@ -26,3 +33,8 @@ with logged(sm) as log:
     table.to_csv(sm.output.csv, index=False)
     Path(sm.output.md).write_text(signal_markdown(table, SIGNAL_CAPTION))
     log(f"{len(table)} rows from {len(audits)} audits")
+    # each run's own signal at base, mid-training and the end (tables/signal_audit_trained.md)
+    trained = trained_signal_table(table, sm.params.trained)
+    trained.to_csv(sm.output.trained_csv, index=False)
+    Path(sm.output.trained_md).write_text(trained_signal_markdown(trained, TRAINED_SIGNAL_CAPTION))
+    log(f"{len(trained)} rows of {len(sm.params.trained)} runs' own signals")
