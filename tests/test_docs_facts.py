@@ -44,9 +44,21 @@ def backticked(cell: str) -> list[str]:
     return re.findall(r"`([^`]+)`", cell)
 
 
+# a third file given on top of an overlay (it adds jobs to that overlay's run): its overlay
+LAYERED_ON = {
+    "config/testbed_warm32_why_audit.yaml": "config/testbed_warm32_why.yaml",
+    "config/testbed_warm32_seed1_why_audit.yaml": "config/testbed_warm32_seed1_why.yaml",
+}
+
+
 def config_files(config: str) -> list[str]:
-    """How the docs say a config is given: complete ones alone, overlays after the default."""
-    return [config] if config in COMPLETE_CONFIGS else ["config/config.yaml", config]
+    """How the docs say a config is given: complete ones alone, overlays after the default, a
+    third file after the default and its overlay."""
+    if config in COMPLETE_CONFIGS:
+        return [config]
+    if config in LAYERED_ON:
+        return ["config/config.yaml", LAYERED_ON[config], config]
+    return ["config/config.yaml", config]
 
 
 def config_rows() -> list[list[str]]:
