@@ -28,6 +28,7 @@ import torch
 
 from gc2po.audit.training_stats import BonusTransform, training_quantity_correlation
 from gc2po.core.signals import within_group_correlation
+from gc2po.reporting.names import BASE_NAME
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.signals import (
     answer_dependence,
@@ -299,12 +300,9 @@ def trained_signal_table(table: pd.DataFrame, trained: dict[str, str]) -> pd.Dat
     ``table`` is :func:`signal_table`'s; runs not in it are left out."""
     rows = []
     for run, column in trained.items():
-        own = table[table.column == column]
-        base = own[own.model == "Base model"].assign(run=run)
-        steps = own[own.model == run]
-        steps = steps.assign(run=run).iloc[
-            sorted(range(len(steps)), key=lambda i: _step_order(steps.step.iloc[i]))
-        ]
+        own = table[table.column == column].assign(run=run)
+        base = own[own.model == BASE_NAME]
+        steps = own[own.model == run].sort_values("step", key=lambda s: s.map(_step_order))
         if len(steps):
             rows.append(pd.concat([base, steps]))
     if not rows:
@@ -328,7 +326,7 @@ def trained_signal_markdown(table: pd.DataFrame, caption: str) -> str:
     for row in table.itertuples():
         checkpoint = (
             "base"
-            if row.model == "Base model"
+            if row.model == BASE_NAME
             else ("end" if row.step == "end" else f"step {row.step}")
         )
         lines.append(
