@@ -28,7 +28,7 @@ import torch
 
 from gc2po.audit.training_stats import BonusTransform, training_quantity_correlation
 from gc2po.core.signals import within_group_correlation
-from gc2po.reporting.names import BASE_NAME
+from gc2po.reporting.names import BASE_NAME, oracle_column
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.signals import (
     answer_dependence,
@@ -38,10 +38,6 @@ from gc2po.training.signals import (
     present_episodes,
 )
 from gc2po.training.signals_policy import agreement_signal, operand_signal
-
-
-def oracle_column(rho: float) -> str:
-    return f"oracle(rho={rho})"
 
 
 def episode_tokens(episodes, mask: torch.Tensor, width: int) -> torch.Tensor:

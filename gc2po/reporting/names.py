@@ -21,9 +21,17 @@ from gc2po.methods import METHODS
 RunNames = Mapping[str, str] | None
 
 BASE_NAME = "Base model"
+
 BASE_COLOUR = "#7f7f7f"
 # for labels outside the registry: tab20 tones and dark hues no registered method uses
 SPARE_COLOURS = ["#f7b6d2", "#9edae5", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
+
+
+def oracle_column(rho: float) -> str:
+    """The signal audit's column of the noised oracle at correlation ``rho`` (the audit writes
+    it; the trained-signal table looks a run's own signal up by it)."""
+    return f"oracle(rho={rho})"
+
 
 # The testbed's splits; every other benchmark's name comes with its registration
 # (gc2po.data.benchmarks.register), in the paper's column order.

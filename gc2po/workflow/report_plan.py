@@ -351,8 +351,8 @@ def audit_trained_signals(config: dict, runs: dict, names: dict[str, str]) -> di
     run label -> display name) -> the signal audit's column of that signal (R_cf at the run's
     cf_state, a policy-only signal by name, the noisy oracle at the run's rho). Runs without a
     per-episode signal (GRPO, the oracle's f x p) and the base model are left out."""
-    from gc2po.audit.signals import oracle_column
     from gc2po.methods import get_method
+    from gc2po.reporting.names import oracle_column
 
     trained = {}
     for label in (config.get("audit") or {}).get("models", []):
