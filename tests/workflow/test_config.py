@@ -289,8 +289,13 @@ def test_the_recipe_overlay_trains_rl_on_the_cut_split_and_the_warm_start_on_the
     assert {(j.trainer["max_steps"], j.trainer["per_device_train_batch_size"]) for j in jobs} == {
         (160, 256)
     }
-    default_jobs = training_jobs(load_config([]))  # no share: the whole train split
-    assert {job.train_data for job in default_jobs} == {"resources/testbed/data/train.jsonl"}
+    default_jobs = training_jobs(load_config([]))  # the default's share: the cut split too
+    assert {job.train_data for job in default_jobs} == {"resources/testbed/data/train_rl.jsonl"}
+    # null: the whole train split (the 8-epoch recipe's overlays pin it)
+    study = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_study.yaml"])
+    assert {job.train_data for job in training_jobs(study)} == {
+        "resources/testbed_study/data/train.jsonl"
+    }
     warm_start = (ROOT / "workflow/rules/data.smk").read_text().split("rule warm_start:")[1]
     assert 'train=f"{RES}/data/train.jsonl"' in warm_start.split("output:")[0]
 
@@ -298,7 +303,8 @@ def test_the_recipe_overlay_trains_rl_on_the_cut_split_and_the_warm_start_on_the
 @pytest.mark.parametrize(
     ("overlay", "minutes"),
     [
-        (None, 15),
+        (None, 60),
+        ("config/testbed_study.yaml", 15),
         ("config/testbed_recipe.yaml", 30),
         ("config/testbed_warm32.yaml", 60),
         ("config/testbed_warm32_seed1.yaml", 60),
@@ -322,12 +328,13 @@ def test_the_warm_starts_time_limit_grows_with_its_epochs(overlay, minutes):
             "config/testbed_recipe.yaml",
             "must be 'train_rl' (testbed.rl_cued_share is set), got 'train'",
         ),
-        (None, "must be 'train', got 'train_rl'"),
+        (None, "must be 'train_rl' (testbed.rl_cued_share is set), got 'train'"),
+        ("config/testbed_study.yaml", "must be 'train', got 'train_rl'"),
     ],
 )
 def test_base_models_that_ignore_or_miss_the_rl_cut_are_refused(overlay, message):
     config = load_config([ROOT / "config/config.yaml"] + ([ROOT / overlay] if overlay else []))
-    name = "train" if overlay else "train_rl"
+    name = "train_rl" if overlay == "config/testbed_study.yaml" else "train"
     config["base_models"] = {"testbed": {"source": "warm_start", "train_data": name}}
     with pytest.raises(ValueError, match=re.escape(f"base_models.testbed.train_data: {message}")):
         validate(config)
