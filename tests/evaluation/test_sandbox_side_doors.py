@@ -305,10 +305,13 @@ def test_the_page_cache_carries_no_answer_from_one_sample_to_the_next():
 
 def test_without_the_filter_and_the_warm_view_the_channel_carries_the_answers(setup_as):
     """The control: the same two samples pass answers with the defences off (the reader then
-    passes without ever computing a + b)."""
+    passes without ever computing a + b). The channel is the page cache, so on a loaded machine
+    another process's memory pressure can evict the writer's page before the reader looks (4 of
+    5 in one fresh-venv run beside the parallel suite): most rounds, not every round, must carry
+    it; the defended test above allows none of 50."""
     setup_as(seccomp=None, warmth=None)
     passed = readers_passed(5)
-    assert len(passed) == 5 and all("[165, 6, 0, 6]" in output for output in passed), passed
+    assert len(passed) >= 3 and all("[165, 6, 0, 6]" in output for output in passed), passed
 
 
 class Reclaiming:
