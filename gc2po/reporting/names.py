@@ -21,7 +21,6 @@ from gc2po.methods import METHODS
 RunNames = Mapping[str, str] | None
 
 BASE_NAME = "Base model"
-
 BASE_COLOUR = "#7f7f7f"
 # for labels outside the registry: tab20 tones and dark hues no registered method uses
 SPARE_COLOURS = ["#f7b6d2", "#9edae5", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]

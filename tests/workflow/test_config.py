@@ -322,19 +322,19 @@ def test_the_warm_starts_time_limit_grows_with_its_epochs(overlay, minutes):
 
 
 @pytest.mark.parametrize(
-    ("overlay", "message"),
+    ("overlay", "name", "message"),
     [
         (
             "config/testbed_recipe.yaml",
+            "train",
             "must be 'train_rl' (testbed.rl_cued_share is set), got 'train'",
         ),
-        (None, "must be 'train_rl' (testbed.rl_cued_share is set), got 'train'"),
-        ("config/testbed_study.yaml", "must be 'train', got 'train_rl'"),
+        (None, "train", "must be 'train_rl' (testbed.rl_cued_share is set), got 'train'"),
+        ("config/testbed_study.yaml", "train_rl", "must be 'train', got 'train_rl'"),
     ],
 )
-def test_base_models_that_ignore_or_miss_the_rl_cut_are_refused(overlay, message):
+def test_base_models_that_ignore_or_miss_the_rl_cut_are_refused(overlay, name, message):
     config = load_config([ROOT / "config/config.yaml"] + ([ROOT / overlay] if overlay else []))
-    name = "train_rl" if overlay == "config/testbed_study.yaml" else "train"
     config["base_models"] = {"testbed": {"source": "warm_start", "train_data": name}}
     with pytest.raises(ValueError, match=re.escape(f"base_models.testbed.train_data: {message}")):
         validate(config)
