@@ -30,6 +30,17 @@ completion of the group has an episode). Why this rule:
 Every scored completion's steps take part, right or wrong: the rule takes no view of what an
 outcome value means. An unscored completion (outcome NaN, TRL's convention) takes no part and
 keeps its NaN (GRPO gives it advantage 0).
+
+Two gates (``cf_gate``), so that two signals can be compared in the same form:
+
+- ``rank``: g is the mean of q over the episodes the completion wrote (no step count);
+- ``value``: g = clamp(sum over its episodes of the episode's value / max(the problem's number of
+  steps, episodes written), 0, 1), the oracle control's p: the value is the signal itself for a
+  signal in [0, 1] and q for any other. The step count is the testbed oracle's knowledge; a
+  signal put through this gate gets it too.
+
+``auto`` keeps each signal's own form: the oracle's value gate (``grpo_fxp``), sibling
+agreement's mean of its shares over the episodes written, the rank gate for the rest.
 """
 
 from __future__ import annotations
@@ -38,6 +49,21 @@ import torch
 
 from gc2po.core.groups import check_shape
 from gc2po.core.signals import gated_validity
+
+GATES = ("auto", "rank", "value")
+# the signals already in [0, 1] (a share or a grade), which enter a value gate as they are
+UNIT_SIGNALS = ("oracle", "sibling_agreement")
+
+
+def gate_of(cf_signal: str, cf_gate: str) -> tuple[bool, bool]:
+    """(rank, by_steps) of a signal under a gate (module docstring): whether the signal is
+    replaced by its share reached q, and whether g divides by the problem's step count."""
+    if cf_gate not in GATES:
+        raise ValueError(f"cf_gate must be one of {list(GATES)}, got {cf_gate!r}")
+    unit = cf_signal in UNIT_SIGNALS
+    if cf_gate == "auto":
+        return (not unit, cf_signal == "oracle")
+    return (cf_gate == "rank" or not unit, cf_gate == "value")
 
 
 def share_reached(
@@ -77,25 +103,27 @@ def gated_reward(
     group: torch.Tensor,
     *,
     rank: bool,
+    steps: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The gated reward f x g of each completion (module docstring).
 
     outcome [B] (f; NaN or inf: unscored), signal [B, L], present [B, L] bool or 0/1, group [B]
     long; ``rank``: map the signal to [0, 1] by :func:`share_reached` first (a signal not
-    already in [0, 1]); else it is used as it is (non-finite values count 0, the mean is clamped
-    into [0, 1]) -> [B] float64: f x g where f is finite, f itself elsewhere. g is the mean over
-    the completion's episodes (0 with none), computed as ``gated_validity`` computes the oracle's
-    p with no step count, so with a 0/1 outcome a wrong completion gets 0 and a right one g.
+    already in [0, 1]); else it is used as it is (non-finite values count 0, the sum is clamped
+    into [0, 1]); ``steps`` [B] (the value gate): divide by max(steps, episodes) instead of the
+    episodes written -> [B] float64: f x g where f is finite, f itself elsewhere. g is computed
+    as ``gated_validity`` computes the oracle's p (0 with no episode), so with a 0/1 outcome a
+    wrong completion gets 0 and a right one g.
     """
     check_shape("outcome", outcome, tuple(signal.shape[:1]))
     f = outcome.double()
     scored = torch.isfinite(f)
     values = share_reached(signal, present, group, scored) if rank else signal
     rows = len(f)
+    if steps is None:
+        steps = torch.zeros(rows, dtype=torch.long, device=f.device)
+    check_shape("steps", steps, (rows,))
     g = gated_validity(
-        values,
-        present,
-        torch.ones(rows, dtype=torch.long, device=f.device),
-        torch.zeros(rows, dtype=torch.long, device=f.device),
+        values, present, torch.ones(rows, dtype=torch.long, device=f.device), steps.long()
     )
     return torch.where(scored, f * g, f)

@@ -64,6 +64,8 @@ def mix_to_correlation(
     group: torch.Tensor,
     rho: float,
     noise: torch.Tensor,
+    *,
+    every_group: bool = False,
 ) -> torch.Tensor:
     """The oracle's validity plus noise, to within-group correlation ``rho`` given f.
 
@@ -71,6 +73,10 @@ def mix_to_correlation(
     row has episode l), f [B] final correctness in {0, 1}, group [B] long (the row's prompt
     group), rho in [MIN_RHO, 1], noise [B, L] standard normal draws -> [B, L] float64 signal, 0
     where not present, the validity itself at rho = 1 (module docstring).
+
+    ``every_group``: noise of one scale in every group instead, constant-validity groups
+    included, and not made orthogonal to validity (:func:`noise_in_every_group`): no group is
+    the exact oracle and the per-group correlation spreads around rho.
     """
     if not MIN_RHO <= rho <= 1:
         raise ValueError(f"rho must be in [{MIN_RHO}, 1], got {rho!r}")
@@ -96,12 +102,73 @@ def mix_to_correlation(
     sd = _cell_mean(v_r * v_r, episode_group, groups).sqrt()  # [E], the group's
     e = torch.nan_to_num(noise[rows, slots].double(), nan=0.0, posinf=0.0, neginf=0.0)
     e = e - _cell_mean(e, cell, cells)
+    if every_group:
+        out[rows, slots] = v + noise_in_every_group(sd, e, episode_group, groups, rho)
+        return out
     along = _cell_mean(e * v_r, episode_group, groups) / _cell_mean(
         v_r * v_r, episode_group, groups
     ).clamp(min=CONSTANT**2)
     e = _unit(e - along * v_r, episode_group, groups)
     scale = torch.where(sd > CONSTANT, sd, torch.zeros_like(sd)) * (math.sqrt(1 - rho * rho) / rho)
     out[rows, slots] = v + scale * e
+    return out
+
+
+def noise_in_every_group(
+    sd: torch.Tensor, e: torch.Tensor, group: torch.Tensor, groups: int, rho: float
+) -> torch.Tensor:
+    """The ``every_group`` noise term of :func:`mix_to_correlation` [E].
+
+    sd [E]: the within-f validity std of each episode's group; e [E]: cell-demeaned noise; group
+    [E] in 0..groups-1. Every group gets e scaled to unit std within it and times one scale for
+    the whole batch, c = sd_ref sqrt(1 / rho^2 - 1), sd_ref the root mean square of sd over the
+    groups where validity varies given f (0.5, the largest std of a 0/1 grade, where none does).
+    A group of std sd_ref then has correlation about rho; one with less spread of validity has
+    less, a constant group none: the correlation spreads over groups as a measured signal's
+    does, and the noise never vanishes.
+    """
+    # sd is the same for every episode of a group: its mean over them is it
+    sums = torch.zeros(groups, dtype=sd.dtype).index_add_(0, group, sd)
+    group_sd = sums / torch.zeros(groups, dtype=sd.dtype).index_add_(0, group, torch.ones_like(sd))
+    varying = group_sd > CONSTANT
+    sd_ref = group_sd[varying].pow(2).mean().sqrt() if bool(varying.any()) else torch.tensor(0.5)
+    scale = float(sd_ref) * math.sqrt(1 - rho * rho) / rho
+    return scale * _unit(e, group, groups)
+
+
+def mix_readout(
+    readout: torch.Tensor,
+    validity: torch.Tensor,
+    present: torch.Tensor,
+    group: torch.Tensor,
+    weight: float,
+) -> torch.Tensor:
+    """The persistent-noise control: a fixed readout of the policy's states, z-scored within
+    each group, plus ``weight`` x the oracle's validity.
+
+    readout [B, L] (e.g. the cosine of episode l's state with one fixed random direction),
+    validity [B, L] in [0, 1], present [B, L] bool or 0/1, group [B] long, weight >= 0 ->
+    [B, L] float64, 0 where not present. Unlike the noised oracle's fresh draws, the readout's
+    part is a fixed function of the policy's states (the policy can move it, as it can move
+    R_cf), it is there in every group, and its correlation with validity is whatever the states
+    give plus what ``weight`` adds (set so that the mean matches R_cf's measured rho); a
+    non-finite readout counts as 0.
+    """
+    check_shape("validity", validity, tuple(readout.shape))
+    check_shape("present", present, tuple(readout.shape))
+    check_shape("group", group, tuple(readout.shape[:1]))
+    if not (math.isfinite(weight) and weight >= 0):
+        raise ValueError(f"weight must be a finite number >= 0, got {weight!r}")
+    rows, slots = present.bool().nonzero(as_tuple=True)
+    out = torch.zeros(readout.shape, dtype=torch.float64)
+    if rows.numel() == 0:
+        return out
+    _, episode_group = torch.unique(group[rows], return_inverse=True)
+    groups = int(episode_group.max()) + 1
+    r = torch.nan_to_num(readout[rows, slots].double(), nan=0.0, posinf=0.0, neginf=0.0)
+    r = r - _cell_mean(r, episode_group, groups)
+    v = torch.nan_to_num(validity[rows, slots].double(), nan=0.0).clamp(0, 1)
+    out[rows, slots] = _unit(r, episode_group, groups) + weight * v
     return out
 
 

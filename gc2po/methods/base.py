@@ -45,6 +45,8 @@ class RolloutBatch:
     # [B, Lmax] R_cf (or the cf_signal) per episode, 0 if none; [B, 1] for a trajectory_signal
     r_cf: torch.Tensor | None = None
     states: Any = None  # gc2po.training.episodes.EpisodeStates: final-norm states at episode ends
+    # [B] long: each row's problem step count (testbed rows; the gated form's value gate)
+    steps: torch.Tensor | None = None
     services: Any = None  # gc2po.training.services.RolloutServices (extra generation and scoring)
 
     @property
@@ -94,6 +96,8 @@ class Method:
     # by the problem's number of steps, which only the oracle reads;
     # gc2po.training.signals.oracle_signal). Other signals stay per episode
     trajectory_signal: bool = False
+    # the gated form (GRPO on f x g): the gate is the run's cf_gate (gc2po.core.gated)
+    gated: bool = False
     # a form that takes its per-episode signal from the run's config (trainer.cf_signal, any of
     # gc2po.training.signals.SIGNALS; default r_cf) instead of fixing one: gc2po_add, grpo_gated
     signal_from_config: bool = False

@@ -344,6 +344,11 @@ def episode_text(index: int, left: int, op: str, right: int, result: int) -> str
     return f"<episode_{index}>{left}{op}{right}={result}</episode_{index}>"
 
 
+KINDS = ("correct", "slip", "shortcut", "copy", "copy_equation")
+# WarmStartConfig.copy_form -> the kind of its copy targets
+COPY_KINDS = {"bet": "copy", "equation": "copy_equation"}
+
+
 def solution_text(problem: Problem, kind: str = "correct", rng: random.Random | None = None) -> str:
     """A solution in episode tags.
 
@@ -353,15 +358,21 @@ def solution_text(problem: Problem, kind: str = "correct", rng: random.Random | 
       ``shortcut``: every step shows a wrong operand, the results and answer are right
       (right answer from invalid steps: a lucky guess);
       ``copy``: the cue's bet copied, ``<episode_1>bet=G</episode_1>\\boxed{G}`` (no step of
-      the problem: process validity 0; a lucky guess when the bet is right). Needs a cue.
+      the problem: process validity 0; a lucky guess when the bet is right). Needs a cue;
+      ``copy_equation``: the same copy written in the step grammar, the problem's first step
+      with the bet as its result, ``<episode_1>x+n=G</episode_1>\\boxed{G}`` (an equation a
+      format check accepts; the oracle grades it invalid unless G is that step's value).
     """
     rng = rng or random.Random(0)
-    if kind not in ("correct", "slip", "shortcut", "copy"):
-        raise ValueError(f"kind must be correct, slip, shortcut or copy, got {kind!r}")
-    if kind == "copy":
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind in ("copy", "copy_equation"):
         if problem.cue is None:
             raise ValueError(f"problem {problem.id}: a copy solution needs a cue")
-        return f"<episode_1>bet={problem.cue}</episode_1>\\boxed{{{problem.cue}}}"
+        if kind == "copy":
+            return f"<episode_1>bet={problem.cue}</episode_1>\\boxed{{{problem.cue}}}"
+        op, n = problem.steps[0]
+        return episode_text(1, problem.start, op, n, problem.cue) + f"\\boxed{{{problem.cue}}}"
     slip_at = rng.randrange(len(problem.steps)) if kind == "slip" else -1
     parts, value = [], problem.start
     for i, (op, n) in enumerate(problem.steps):

@@ -24,7 +24,7 @@ import torch
 
 from gc2po.data.prompts import TESTBED_INSTRUCTION, build_messages
 from gc2po.models.build import build_causal_lm, train_tokenizer
-from gc2po.testbed.generator import Problem, solution_text
+from gc2po.testbed.generator import COPY_KINDS, Problem, solution_text
 
 LOG_EVERY = 50  # steps between logged mean losses
 BUCKET_BATCHES = 16  # batches per length-sorted chunk (length_buckets)
@@ -42,6 +42,9 @@ class WarmStartConfig:
     copy_frac: float = (
         0.0  # problems with a cue whose solution copies the bet (the spurious shortcut)
     )
+    # how a copy target is written: "bet" (<episode_1>bet=G</episode_1>, no equation) or
+    # "equation" (the first step with the bet as its result: a copy a format check cannot see)
+    copy_form: str = "bet"
     epochs: float = 8.0  # step budget = int(epochs * ceil(examples / batch_size))
     batch_size: int = 32
     lr: float = 3e-3
@@ -76,6 +79,10 @@ class WarmStartConfig:
     def __post_init__(self):
         if not 0 <= self.slip_frac + self.shortcut_frac <= 1:
             raise ValueError("warm_start: slip_frac + shortcut_frac must lie in [0, 1]")
+        if self.copy_form not in COPY_KINDS:
+            raise ValueError(
+                f"warm_start.copy_form: must be one of {sorted(COPY_KINDS)}, got {self.copy_form!r}"
+            )
         if not 0 <= self.copy_frac <= 1:
             raise ValueError(f"warm_start.copy_frac: must lie in [0, 1], got {self.copy_frac!r}")
         if self.epochs <= 0 or self.batch_size < 1 or self.lr <= 0 or self.num_threads < 1:
@@ -105,7 +112,7 @@ def sft_pairs(problems: list[Problem], config: WarmStartConfig) -> list[tuple[li
             else "correct"
         )
         if problem.cue is not None and rng.random() < config.copy_frac:  # drawn only where a cue is
-            kind = "copy"
+            kind = COPY_KINDS[config.copy_form]
         pairs.append((prompt_messages(problem), solution_text(problem, kind, rng)))
     return pairs
 

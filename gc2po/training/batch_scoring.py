@@ -13,6 +13,7 @@ import torch
 from trl.models.utils import unwrap_model_for_generation
 
 from gc2po.methods import RolloutBatch
+from gc2po.methods.grpo_gated import needs_steps, trajectory_gate
 from gc2po.models.tokenization import PAD_IN_PROMPT_WARNING, prompts_hold_pad
 from gc2po.training import scoring, signals, signals_policy
 from gc2po.training.distributed import gather_keyed_rows, gathered_lm_head
@@ -55,6 +56,8 @@ class BatchScoringMixin:
             request,
         )
         output["gc2po_row_index"] = batch.row_index  # travels with each row through TRL's shuffle
+        if needs_steps(method, args):  # the value gate divides by each problem's step count
+            batch.steps = signals.problem_steps(inputs).to(mask.device)
         if deferred:  # on-policy GC2PO: advantages come from the loss forward's own states
             positions = self._state_table(episodes, output["completion_ids"])
             output.update(
@@ -63,6 +66,8 @@ class BatchScoringMixin:
                 gc2po_state_positions=positions,
                 advantages=torch.zeros_like(mask, dtype=torch.float32),
             )
+            if batch.steps is not None:
+                output["gc2po_steps"] = batch.steps
             return output
         batch.services = rollout_services(self, inputs, output, self._generation_context)
         signal = (
@@ -103,23 +108,35 @@ class BatchScoringMixin:
         """The ``cf_signal`` other than R_cf of a generation batch (``gc2po.training.signals``):
         [B, Lmax] per episode, and its metrics."""
         args = self.args
+        prompts, completions = (
+            [ids[m.bool()].tolist() for ids, m in zip(output[f"{part}_ids"], output[mask])]
+            for part, mask in (("prompt", "prompt_mask"), ("completion", "completion_mask"))
+        )
         if args.cf_signal == "answer_dependence":
-            logps_of = self._policy_logps
-            prompts, completions = (
-                [ids[m.bool()].tolist() for ids, m in zip(output[f"{part}_ids"], output[mask])]
-                for part, mask in (("prompt", "prompt_mask"), ("completion", "completion_mask"))
+            table, metrics = signals.answer_signal(
+                self._policy_logps, prompts, completions, episodes
             )
-            table, metrics = signals.answer_signal(logps_of, prompts, completions, episodes)
+        elif args.cf_signal == "format":
+            table, metrics = signals_policy.format_signal(episodes)
+        elif args.cf_signal == "readout":
+            table, metrics = signals.readout_signal(
+                self._policy_readout,
+                inputs,
+                prompts,
+                completions,
+                self._state_table(episodes, output["completion_ids"]),
+                episodes,
+                batch.row_index,
+                batch.group_size,
+                weight=args.cf_readout_weight,
+                max_episodes=self.method.max_episodes(args),
+            )
         elif args.cf_signal == "sibling_agreement":
             table, metrics = signals_policy.agreement_signal(
                 episodes, batch.row_index, batch.group_size
             )
         elif args.cf_signal == "operand_sensitivity":
             tokenizer = self.processing_class
-            prompts = [
-                ids[m.bool()].tolist()
-                for ids, m in zip(output["prompt_ids"], output["prompt_mask"])
-            ]
             table, _ = signals_policy.operand_signal(
                 self._policy_logps,
                 lambda text: tokenizer(text, add_special_tokens=False)["input_ids"],
@@ -138,7 +155,8 @@ class BatchScoringMixin:
                 max_episodes=self.method.max_episodes(args),
                 rho=args.cf_signal_rho,
                 seed=scoring.perturbation_seed(args.seed, self.state.global_step, micro),
-                trajectory=self.method.trajectory_signal,
+                trajectory=trajectory_gate(self.method, args),
+                every_group=args.cf_signal_noise == "every_group",
             )
         return table.to(batch.completion_mask.device), metrics
 
@@ -152,6 +170,21 @@ class BatchScoringMixin:
                 positions,
                 pad_id=self.processing_class.pad_token_id,
                 temperature=self.temperature,
+                batch_size=self.args.per_device_train_batch_size,
+            )
+
+    def _policy_readout(self, sequences, positions):
+        """The readout control's cosine of the sampling policy's final-norm states at
+        ``positions`` with the run's fixed direction (``gc2po.training.signals.state_readout``),
+        no grad."""
+        with self._generation_context() as model:
+            direction = signals.readout_direction(model.config.hidden_size, self.args.seed)
+            return signals.state_readout(
+                model,
+                sequences,
+                positions,
+                direction,
+                pad_id=self.processing_class.pad_token_id,
                 batch_size=self.args.per_device_train_batch_size,
             )
 
@@ -259,4 +292,5 @@ def loss_forward_batch(request: ForwardRequest, group_size: int, gather) -> Roll
         old_logps=request.logps,
         episode_ids=request.episode_ids,
         states=request.states,
+        steps=inputs.get("gc2po_steps"),
     )

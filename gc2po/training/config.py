@@ -61,6 +61,19 @@ cf_signal_rho (`float` or `None`): with `cf_signal: oracle`, add noise to the or
     to this within-group correlation given f, in [1e-6, 1] (`None` or 1: the validity itself).
     The gated form's reward becomes f x p_rho, p computed from that noisy validity. The oracle
     only: another signal's correlation with validity is measured, not set.
+cf_signal_noise (`str`, defaults to `"exact"`): how the noised oracle spreads its noise:
+    `"exact"` (every group at exactly rho; a group whose validity is constant given f gets the
+    validity itself) or `"every_group"` (one noise scale for the batch, set from rho and the
+    typical within-group spread of validity, in every group: the per-group correlation spreads
+    around rho and no group is the exact oracle; `gc2po.core.signals.noise_in_every_group`).
+cf_gate (`str`, defaults to `"auto"`): the gated form's gate (`grpo_gated`; `gc2po.core.gated`):
+    `"rank"` (each episode's share of its siblings' steps its signal reaches, averaged over the
+    episodes written), `"value"` (the oracle's p: the signal in [0, 1] (or that share, for a
+    signal with no fixed scale) summed and divided by max(the problem's step count, episodes);
+    testbed only) or `"auto"` (the oracle's value gate, sibling agreement's mean, the rank gate
+    for the rest).
+cf_readout_weight (`float`, defaults to `0.0`): `cf_signal: readout`: the weight of the oracle's
+    validity added to the z-scored readout (sets the control's correlation with validity).
 
 > Training machinery
 
@@ -100,6 +113,7 @@ from trl import GRPOConfig
 
 from gc2po.core.advantages import EPISODE_WEIGHT_NORMS
 from gc2po.core.counterfactual import ANSWER_SPACES, CounterfactualParams
+from gc2po.core.gated import GATES
 from gc2po.core.perturbations import PERTURBATIONS, spec_from_fields
 from gc2po.methods import METHODS, get_method
 from gc2po.training.config_checks import (
@@ -110,7 +124,7 @@ from gc2po.training.config_checks import (
     check_vllm_fields,
 )
 from gc2po.training.episode_states import STATE_CHOICES
-from gc2po.training.signals import SIGNALS
+from gc2po.training.signals import NOISE, SIGNALS
 
 
 def _help(text: str, default=None):
@@ -156,6 +170,14 @@ class GC2POConfig(GRPOConfig):
     cf_signal_rho: float | None = _help(
         "cf_signal oracle: validity plus noise to this within-group correlation given f, in "
         "[1e-6, 1] (1: the validity itself)."
+    )
+    cf_signal_noise: str = _help(
+        f"Noised oracle: noise to exactly rho per group or in every group, one of {list(NOISE)}.",
+        "exact",
+    )
+    cf_gate: str = _help(f"grpo_gated's gate, one of {list(GATES)}.", "auto")
+    cf_readout_weight: float = _help(
+        "cf_signal readout: weight of the oracle's validity beside the z-scored readout.", 0.0
     )
     sampling_ratio_pass: bool = _help(
         "Extra no-grad pass for old log-probs (sampling-ratio metric).", False

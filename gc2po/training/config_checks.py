@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from gc2po.core.gated import GATES
 from gc2po.core.params import RANGES, check_params
 from gc2po.core.perturbations import build_perturbation
 from gc2po.core.signals import MIN_RHO
 from gc2po.training.episode_states import STATE_CHOICES
 from gc2po.training.ratio_guard import RatioGuard, truncated_sampling_keys
-from gc2po.training.signals import SIGNALS, needs_whole_groups
+from gc2po.training.signals import NOISE, SIGNALS, needs_whole_groups
 
 PRECISIONS = ("bf16-mixed", "bf16", "fp32")
 
@@ -92,6 +93,37 @@ def check_signal(config, method) -> None:
         raise ValueError(
             f"cf_signal_rho must be in [{MIN_RHO}, 1] and only mixes cf_signal 'oracle' (method "
             f"{config.method!r} uses {config.cf_signal!r}), got {rho!r}"
+        )
+    if config.cf_signal_noise not in NOISE:
+        raise ValueError(
+            f"cf_signal_noise must be one of {list(NOISE)}, got {config.cf_signal_noise!r}"
+        )
+    if config.cf_signal_noise != "exact" and rho is None:
+        raise ValueError(
+            f"cf_signal_noise {config.cf_signal_noise!r} spreads the noised oracle's noise: set "
+            "cf_signal: oracle with cf_signal_rho, or remove cf_signal_noise"
+        )
+    weight = config.cf_readout_weight
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+        raise ValueError(f"cf_readout_weight must be a number >= 0, got {weight!r}")
+    if weight and config.cf_signal != "readout":
+        raise ValueError(
+            f"cf_readout_weight weighs the oracle beside cf_signal 'readout' (method "
+            f"{config.method!r} uses {config.cf_signal!r}): remove it"
+        )
+    check_gate(config, method)
+
+
+def check_gate(config, method) -> None:
+    """``cf_gate`` is one of GATES and set only on a gated form (``Method.gated``); the value gate
+    divides by the problem's step count, which only a testbed row carries (checked on the data
+    by ``gc2po.training.signals.problem_steps``)."""
+    if config.cf_gate not in GATES:
+        raise ValueError(f"cf_gate must be one of {list(GATES)}, got {config.cf_gate!r}")
+    if config.cf_gate != "auto" and not (method.gated and method.signal_from_config):
+        raise ValueError(
+            f"cf_gate {config.cf_gate!r}: method {config.method!r} has no gate; it applies to "
+            "the gated form (method: grpo_gated)"
         )
 
 

@@ -264,7 +264,9 @@ def build_args(run: dict):
         args = GC2POConfig(**kwargs)
     except (TypeError, ValueError) as err:
         raise ValueError(f"run config: {err}") from err
+    from gc2po.methods.grpo_gated import needs_steps
     from gc2po.training.rewards import check_nonnegative_rewards, reward_functions
+    from gc2po.training.signals import ORACLE_SIGNALS
 
     try:  # a method that owns its reward refuses a task it has none for
         functions = reward_functions(method, run_task(run))
@@ -276,10 +278,16 @@ def build_args(run: dict):
             check_nonnegative_rewards(method.name, functions, weights)
         except ValueError as err:
             raise ValueError(f"run config: trainer.reward_weights: {err}") from err
-    if args.cf_signal == "oracle" and run_task(run) != TESTBED:
+    if args.cf_signal in ORACLE_SIGNALS and run_task(run) != TESTBED:
         raise ValueError(
-            f"run config: task: method {method.name!r} (cf_signal 'oracle') grades episodes with "
-            f"the testbed oracle, so it needs task {TESTBED!r}, got {run_task(run)!r}"
+            f"run config: task: method {method.name!r} (cf_signal {args.cf_signal!r}) grades "
+            f"episodes with the testbed oracle, so it needs task {TESTBED!r}, got "
+            f"{run_task(run)!r}"
+        )
+    if needs_steps(method, args) and run_task(run) != TESTBED:
+        raise ValueError(
+            f"run config: task: method {method.name!r} with cf_gate 'value' divides by the "
+            f"problem's step count, which only task {TESTBED!r} rows carry, got {run_task(run)!r}"
         )
     return args
 

@@ -16,7 +16,14 @@ fix it.
   when the episode is removed from the context (``gc2po.core.signals.answer_logprob_drop``),
   one no-grad forward pass per episode and one per completion;
 - ``sibling_agreement``, ``operand_sensitivity`` (beyond the paper): from the policy alone
-  (``gc2po.training.signals_policy``).
+  (``gc2po.training.signals_policy``);
+- ``format`` (a control): 1 where the episode's text parses as an equation ``a op b = c``, else
+  0; no model pass. It asks only whether a step looks like a step;
+- ``readout`` (a control, testbed only): the persistent-noise control, a fixed random readout of
+  the state R_cf reads (the cosine of the episode's final-norm state at ``cf_state`` with one
+  random direction drawn from the run's seed), z-scored in its group, plus ``cf_readout_weight``
+  x the oracle's validity (``gc2po.core.signals.mix_readout``): R_cf's kind of noise, a fixed
+  function of the policy's states, at a chosen correlation with validity.
 
 The trainer (``gc2po.training.batch_scoring``) and the signal audit (``gc2po.audit.signals``)
 call these same functions on the same segmentation, so the audit measures what training uses.
@@ -34,21 +41,36 @@ import torch
 from gc2po.core.signals import (
     answer_logprob_drop,
     gated_validity,
+    mix_readout,
     mix_to_correlation,
     within_group_correlation,
 )
 from gc2po.training.episodes import EpisodeBatch
 
 # the last two: from the policy alone, beyond the paper (gc2po.training.signals_policy)
-SIGNALS = ("r_cf", "oracle", "answer_dependence", "sibling_agreement", "operand_sensitivity")
+SIGNALS = (
+    "r_cf",
+    "oracle",
+    "answer_dependence",
+    "sibling_agreement",
+    "operand_sensitivity",
+    "format",
+    "readout",
+)
+# the signals that read the testbed oracle's grades (testbed runs only)
+ORACLE_SIGNALS = ("oracle", "readout")
+NOISE = ("exact", "every_group")  # cf_signal_noise: how the noised oracle spreads its noise
+READOUT_SEED = 104729  # added to the run's seed: the readout's direction, fixed for the run
 FINAL_BOX = re.compile(r"\\boxed\{([^{}]*)\}")  # the final answer is the last box's content
 
 
 def needs_whole_groups(cf_signal: str, rho: float | None) -> bool:
     """The signal of a row depends on its group's other rows, so a group's completions must sit
-    on one process: sibling agreement (each episode against its siblings) and the noised oracle
-    (the noise is mixed within each group)."""
-    return cf_signal == "sibling_agreement" or (cf_signal == "oracle" and rho is not None)
+    on one process: sibling agreement (each episode against its siblings), the noised oracle
+    (the noise is mixed within each group) and the readout (z-scored within each group)."""
+    return cf_signal in ("sibling_agreement", "readout") or (
+        cf_signal == "oracle" and rho is not None
+    )
 
 
 def testbed_problem(question: str | None, meta_json: str):
@@ -58,6 +80,21 @@ def testbed_problem(question: str | None, meta_json: str):
     return Problem.from_record(
         {"id": "", "question": question or "", "meta": json.loads(meta_json)}
     )
+
+
+def problem_steps(rows: Sequence[dict]) -> torch.Tensor:
+    """[B] long: the step count of each row's testbed problem (its ``meta_json``), what the
+    gated form's value gate divides by; a row that is not a testbed problem fails, naming it."""
+    steps = []
+    for number, row in enumerate(rows):
+        try:
+            steps.append(len(json.loads(row["meta_json"])["steps"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(
+                f"row {number} ({row.get('id', '?')}): the value gate (cf_gate: value) reads the "
+                f"problem's step count from a testbed row's meta_json; this row has none ({err!r})"
+            ) from err
+    return torch.tensor(steps, dtype=torch.long)
 
 
 def present_episodes(episodes: EpisodeBatch, width: int) -> torch.Tensor:
@@ -104,16 +141,18 @@ def noisy_oracle(
     rho: float,
     seed: int,
     max_episodes: int,
+    every_group: bool = False,
 ) -> torch.Tensor:
-    """The oracle's validity [B, Lmax] plus noise to within-group correlation ``rho`` given f. The
-    noise of (row, episode) is entry [row, episode] of one [rows, max_episodes] standard normal
-    draw seeded by ``seed``: the same whichever process holds the row."""
+    """The oracle's validity [B, Lmax] plus noise to within-group correlation ``rho`` given f
+    (``every_group``: noise of one scale in every group, ``mix_to_correlation``). The noise of
+    (row, episode) is entry [row, episode] of one [rows, max_episodes] standard normal draw
+    seeded by ``seed``: the same whichever process holds the row."""
     rows = int(row_index.max()) + 1 if row_index.numel() else 0
     noise = torch.randn(
         rows, max_episodes, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
     )[row_index.long().cpu(), : validity.shape[1]]
     group = row_index.long().cpu() // group_size
-    return mix_to_correlation(validity, present, f, group, rho, noise)
+    return mix_to_correlation(validity, present, f, group, rho, noise, every_group=every_group)
 
 
 # -- answer dependence ----------------------------------------------------------------------------
@@ -143,6 +182,23 @@ def answer_probe(text: str, offsets, episode_ids: list[int]) -> AnswerProbe | No
     return AnswerProbe(answer, removed)
 
 
+def _final_states(model, sequences, positions, *, pad_id: int, batch_size: int, shift: int):
+    """Yield (ids [T], states [len(positions[i]), d], at [len(positions[i])]) per sequence: the
+    backbone's final-norm states at ``positions[i] - shift``. Right-padded batches of
+    ``batch_size``, so every real token keeps its position."""
+    backbone = getattr(model, model.base_model_prefix)
+    device = next(model.parameters()).device
+    for lo in range(0, len(sequences), batch_size):
+        chunk = sequences[lo : lo + batch_size]
+        width = max(len(s) for s in chunk)
+        ids = torch.tensor([s + [pad_id] * (width - len(s)) for s in chunk], device=device)
+        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in chunk], device=device)
+        hidden = backbone(input_ids=ids, attention_mask=mask).last_hidden_state
+        for i, where in enumerate(positions[lo : lo + batch_size]):
+            at = torch.tensor(where, device=device, dtype=torch.long)
+            yield ids[i], hidden[i, at - shift], at
+
+
 @torch.no_grad()
 def answer_token_logps(
     model,
@@ -156,21 +212,90 @@ def answer_token_logps(
     """Log-probs (at ``temperature``, as the policy samples) of the tokens at ``positions`` of
     each sequence given the tokens before them: [len(positions[i])] each. Right-padded batches of
     ``batch_size``, so every real token keeps its position."""
-    backbone = getattr(model, model.base_model_prefix)
     head = model.get_output_embeddings()
-    device = next(model.parameters()).device
     out: list[torch.Tensor] = []
-    for lo in range(0, len(sequences), batch_size):
-        chunk = sequences[lo : lo + batch_size]
-        width = max(len(s) for s in chunk)
-        ids = torch.tensor([s + [pad_id] * (width - len(s)) for s in chunk], device=device)
-        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in chunk], device=device)
-        hidden = backbone(input_ids=ids, attention_mask=mask).last_hidden_state
-        for i, where in enumerate(positions[lo : lo + batch_size]):
-            at = torch.tensor(where, device=device)
-            logits = head(hidden[i, at - 1]).float() / temperature
-            out.append(torch.log_softmax(logits, -1).gather(-1, ids[i, at, None])[:, 0].cpu())
+    for ids, states, at in _final_states(
+        model, sequences, positions, pad_id=pad_id, batch_size=batch_size, shift=1
+    ):
+        logits = head(states).float() / temperature
+        out.append(torch.log_softmax(logits, -1).gather(-1, ids[at, None])[:, 0].cpu())
     return out
+
+
+@torch.no_grad()
+def state_readout(
+    model,
+    sequences: list[list[int]],
+    positions: list[list[int]],
+    direction: torch.Tensor,
+    *,
+    pad_id: int,
+    batch_size: int,
+) -> list[torch.Tensor]:
+    """The cosine of the final-norm state at each of ``positions[i]`` (the state of that token
+    itself, as R_cf reads it) with ``direction`` [d]: [len(positions[i])] float64 each."""
+    out: list[torch.Tensor] = []
+    for _, states, _ in _final_states(
+        model, sequences, positions, pad_id=pad_id, batch_size=batch_size, shift=0
+    ):
+        w = direction.to(states)
+        out.append(torch.nn.functional.cosine_similarity(states.float(), w.float()[None], -1)
+                   .double().cpu())  # fmt: skip
+    return out
+
+
+def readout_direction(hidden_size: int, seed: int) -> torch.Tensor:
+    """The readout control's fixed direction [hidden_size] float64: a unit standard normal draw
+    seeded by ``seed + READOUT_SEED`` (one per training seed, the same at every step)."""
+    w = torch.randn(
+        hidden_size, generator=torch.Generator().manual_seed(seed + READOUT_SEED),
+        dtype=torch.float64,
+    )  # fmt: skip
+    return w / w.norm()
+
+
+def readout_signal(
+    readout_of: Callable[[list[list[int]], list[list[int]]], list[torch.Tensor]],
+    rows: Sequence[dict],
+    prompt_ids: list[list[int]],
+    completion_ids: list[list[int]],
+    state_positions: torch.Tensor,
+    episodes: EpisodeBatch,
+    row_index: torch.Tensor,
+    group_size: int,
+    *,
+    weight: float,
+    max_episodes: int,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The ``readout`` signal of a generation batch [B, Lmax] and its metrics.
+
+    ``readout_of(sequences, positions)``: :func:`state_readout` bound to the policy and the run's
+    direction; ``state_positions`` [B, Lmax] the completion position of each episode's state
+    (``gc2po.training.episode_states.state_table``; -1: none, read as 0); ``rows`` the batch's
+    dataset rows (the oracle's grades)."""
+    problems = [testbed_problem(row.get("question"), row["meta_json"]) for row in rows]
+    validity, f = oracle_validity(problems, episodes, max_episodes)
+    present = present_episodes(episodes, validity.shape[1])
+    positions = state_positions[:, : validity.shape[1]].long().cpu()
+    readout = torch.zeros(validity.shape, dtype=torch.float64)
+    wanted = [(row, [int(p) for p in positions[row].tolist()]) for row in range(len(problems))]
+    sequences, where, slots = [], [], []
+    for row, pos in wanted:
+        kept = [(slot, p) for slot, p in enumerate(pos) if p >= 0 and present[row, slot]]
+        if kept:
+            sequences.append(prompt_ids[row] + completion_ids[row])
+            where.append([len(prompt_ids[row]) + p for _, p in kept])
+            slots.append((row, [slot for slot, _ in kept]))
+    for (row, row_slots), values in zip(slots, readout_of(sequences, where)):
+        readout[row, row_slots] = values.double()
+    group = row_index.long().cpu() // group_size
+    signal = mix_readout(readout, validity, present, group, weight)
+    realised, groups = realised_rho(signal, validity, present, f, group)
+    return signal, {
+        "signal/readout": readout[present].mean().item() if present.any() else 0.0,
+        "signal/rho_within": realised if groups else 0.0,
+        "signal/rho_groups": groups,
+    }
 
 
 def answer_dependence(
@@ -225,6 +350,7 @@ def oracle_signal(
     rho: float | None,
     seed: int,
     trajectory: bool = False,
+    every_group: bool = False,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The ``oracle`` signal of a generation batch: the validity of each episode [B, Lmax] of
     ``rows`` (the batch's dataset rows: ``question``, ``meta_json``), mixed to ``rho`` when it
@@ -237,7 +363,9 @@ def oracle_signal(
     metrics = {"signal/oracle_validity": validity[present].mean().item()}
     signal = validity
     if rho is not None:
-        signal = noisy_oracle(validity, present, f, row_index, group_size, rho, seed, max_episodes)
+        signal = noisy_oracle(
+            validity, present, f, row_index, group_size, rho, seed, max_episodes, every_group
+        )
         realised, groups = realised_rho(
             signal, validity, present, f, row_index.long().cpu() // group_size
         )

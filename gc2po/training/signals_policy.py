@@ -100,6 +100,20 @@ def agreement_signal(
     return table, {"signal/sibling_agreement": mean}
 
 
+def format_signal(episodes: EpisodeBatch) -> tuple[torch.Tensor, dict[str, float]]:
+    """The ``format`` control [B, Lmax] float64 of a segmented batch: 1 where the episode's text
+    parses as an equation ``a op b = c`` (:func:`parse_steps`), else 0; and its metric (the
+    share of episodes that parse)."""
+    width = table_width(episodes)
+    table = torch.zeros(len(episodes.texts), width, dtype=torch.float64)
+    for row in range(len(episodes.texts)):
+        for slot, step in parse_steps(episodes, row).items():
+            table[row, slot] = float(step.result is not None)
+    present = present_episodes(episodes, width)
+    share = table[present].mean().item() if present.any() else 0.0
+    return table, {"signal/format": share}
+
+
 def changed_operand(value: int) -> int:
     """right + 1, or right - 1 where + 1 would add a digit (same number of digit tokens)."""
     return value + 1 if len(str(value + 1)) == len(str(value)) else value - 1

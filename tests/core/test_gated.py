@@ -10,7 +10,7 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from gc2po.core.gated import gated_reward, share_reached
+from gc2po.core.gated import gate_of, gated_reward, share_reached
 from gc2po.core.groups import grpo_advantage
 from gc2po.core.signals_policy import episode_presence, gated_signal
 
@@ -168,3 +168,50 @@ def test_a_unit_interval_signal_gives_the_sibling_agreement_gate_exactly(batch):
     torch.testing.assert_close(
         gated, gated_signal(signal, ids, outcome), rtol=0, atol=0, equal_nan=True
     )
+
+
+# -- the two gates, so that two signals can be compared in the same form -------------------------
+def test_each_gate_by_signal():
+    assert gate_of("oracle", "auto") == (False, True)  # the f x p control's value gate
+    assert gate_of("sibling_agreement", "auto") == (False, False)  # its mean share
+    assert gate_of("r_cf", "auto") == (True, False)  # ranked, over the episodes written
+    assert gate_of("oracle", "rank") == (True, False)  # the noised oracle in R_cf's gate
+    assert gate_of("r_cf", "value") == (True, True)  # R_cf's ranks over the step count
+    assert gate_of("sibling_agreement", "value") == (False, True)
+    with pytest.raises(ValueError, match="cf_gate must be one of"):
+        gate_of("r_cf", "soft")
+
+
+def test_the_value_gate_divides_by_the_problems_step_count_by_hand():
+    # one group: row 0 writes 2 steps of a 4-step problem, row 1 writes 3 of a 2-step problem
+    signal = torch.tensor([[1.0, 0.5, 0.0], [1.0, 1.0, 1.0]], dtype=torch.float64)
+    present = torch.tensor([[1, 1, 0], [1, 1, 1]]).bool()
+    group = torch.zeros(2, dtype=torch.long)
+    steps = torch.tensor([4, 2])
+    value = gated_reward(torch.ones(2), signal, present, group, rank=False, steps=steps)
+    # (1 + 0.5) / max(4, 2) and 3 / max(2, 3), clamped to [0, 1]
+    torch.testing.assert_close(value, torch.tensor([0.375, 1.0], dtype=torch.float64))
+    written = gated_reward(torch.ones(2), signal, present, group, rank=False)
+    torch.testing.assert_close(written, torch.tensor([0.75, 1.0], dtype=torch.float64))
+    # ranked first: row 0's 1.0 reaches all three of row 1's, 0.5 none -> (1 + 0) / 4
+    ranked = gated_reward(torch.ones(2), signal, present, group, rank=True, steps=steps)
+    torch.testing.assert_close(ranked, torch.tensor([0.25, 1.0], dtype=torch.float64))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(allow_nan=True), st.booleans(), st.integers(0, 8), st.booleans()),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_the_value_gate_is_in_the_unit_interval_and_no_more_than_the_outcome(entries):
+    signal, present, steps, right = (torch.tensor(c) for c in zip(*entries))
+    outcome = right.double()
+    group = torch.zeros(len(entries)).long()
+    gated = gated_reward(
+        outcome, signal.double().unsqueeze(-1), present.unsqueeze(-1), group, rank=True, steps=steps
+    )
+    assert torch.isfinite(gated).all()
+    assert bool(((gated >= 0) & (gated <= outcome)).all())

@@ -19,10 +19,12 @@ from gc2po.core.signals import (
     MIN_RHO,
     answer_logprob_drop,
     gated_validity,
+    mix_readout,
     mix_to_correlation,
     within_group_correlation,
 )
 
+NAN = float("nan")
 RHOS = [0.07, 0.15, 0.3, 0.6, 1.0]
 
 
@@ -350,3 +352,93 @@ def test_gated_validity_is_in_the_unit_interval_for_any_input(entries, width):
     reward = gated_validity(signal, present.unsqueeze(-1).expand(-1, width).float(), f, steps)
     assert torch.isfinite(reward).all() and (reward >= 0).all() and (reward <= 1).all()
     assert (reward[f == 0] == 0).all()
+
+
+# -- the noised oracle with noise in every group, and the persistent readout ---------------------
+def test_noise_in_every_group_by_hand():
+    # group 0: validity 1, 0 (f 1, 1): within-f std 0.5; group 1: validity 1, 1: constant
+    validity = torch.tensor([[1.0], [0.0], [1.0], [1.0]], dtype=torch.float64)
+    present = torch.ones(4, 1, dtype=torch.bool)
+    f = torch.ones(4, dtype=torch.long)
+    group = torch.tensor([0, 0, 1, 1])
+    noise = torch.tensor([[1.0], [-1.0], [3.0], [1.0]], dtype=torch.float64)
+    rho = 0.6
+    signal = mix_to_correlation(validity, present, f, group, rho, noise, every_group=True)
+    # sd_ref = 0.5 (the one varying group); scale = 0.5 * sqrt(1 - 0.36) / 0.6 = 2/3; the noise,
+    # demeaned in each (group, f) cell and scaled to unit std in its group: +-1 in both groups
+    scale = 0.5 * 0.8 / 0.6
+    expected = [[1 + scale], [0 - scale], [1 + scale], [1 - scale]]
+    torch.testing.assert_close(signal, torch.tensor(expected, dtype=torch.float64))
+    # the exact mixing leaves the constant group its validity: every_group does not
+    exact = mix_to_correlation(validity, present, f, group, rho, noise)
+    assert torch.equal(exact[2:], validity[2:]) and not torch.equal(signal[2:], validity[2:])
+
+
+def test_noise_in_every_group_where_no_group_varies_uses_the_largest_spread_of_a_grade():
+    validity = torch.ones(4, 1, dtype=torch.float64)
+    noise = torch.tensor([[2.0], [0.0], [0.0], [0.0]], dtype=torch.float64)
+    args = (torch.ones(4, 1), torch.ones(4, dtype=torch.long), torch.zeros(4, dtype=torch.long))
+    signal = mix_to_correlation(validity, *args, 0.5, noise, every_group=True)
+    centred = (signal - 1).squeeze(-1)
+    # unit std within the group times 0.5 * sqrt(1 - 0.25) / 0.5
+    assert centred.pow(2).mean().sqrt().item() == pytest.approx(0.75**0.5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(finite, finite, st.booleans(), st.integers(0, 1), st.integers(0, 2)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.floats(MIN_RHO, 1.0),
+)
+def test_noise_in_every_group_is_finite_and_the_oracle_at_rho_one(entries, rho):
+    validity, noise, present, f, group = (torch.tensor(c) for c in zip(*entries))
+    args = (validity.double().unsqueeze(-1), present.unsqueeze(-1).float(), f, group, rho)
+    signal = mix_to_correlation(*args, noise.double().unsqueeze(-1), every_group=True)
+    assert torch.isfinite(signal).all()
+    plain = mix_to_correlation(*args[:-1], 1.0, noise.double().unsqueeze(-1), every_group=True)
+    kept = present.unsqueeze(-1)
+    assert torch.equal(plain[kept], validity.double().clamp(0, 1).unsqueeze(-1)[kept])
+
+
+def test_mix_readout_by_hand():
+    # one group of three episodes: readout 1, 2, 3 -> z -1.2247, 0, +1.2247 (population std)
+    readout = torch.tensor([[1.0], [2.0], [3.0], [5.0]], dtype=torch.float64)
+    validity = torch.tensor([[0.0], [1.0], [1.0], [1.0]], dtype=torch.float64)
+    present = torch.tensor([[1], [1], [1], [0]]).bool()
+    group = torch.tensor([0, 0, 0, 0])
+    signal = mix_readout(readout, validity, present, group, 2.0)
+    z = 1 / (2 / 3) ** 0.5
+    expected = torch.tensor([[-z], [2.0], [z + 2.0], [0.0]], dtype=torch.float64)
+    torch.testing.assert_close(signal, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(finite, st.booleans(), st.booleans(), st.integers(0, 2)), min_size=1, max_size=12
+    ),  # fmt: skip
+    st.floats(0, 10),
+    st.floats(1e-3, 1e3),
+    st.floats(-1e3, 1e3),
+)
+def test_mix_readout_is_finite_and_blind_to_a_rescaled_readout(entries, weight, scale, shift):
+    readout, valid, present, group = (torch.tensor(c) for c in zip(*entries))
+    readout = readout.double().clamp(-1e6, 1e6).unsqueeze(-1)
+    args = (valid.double().unsqueeze(-1), present.unsqueeze(-1), group, weight)
+    signal = mix_readout(readout, *args)
+    assert torch.isfinite(signal).all()
+    torch.testing.assert_close(mix_readout(readout * scale + shift, *args), signal, atol=1e-6,
+                               rtol=1e-6)  # fmt: skip
+
+
+def test_mix_readout_counts_a_nan_readout_as_zero_and_refuses_a_negative_weight():
+    readout = torch.tensor([[NAN], [1.0]], dtype=torch.float64)
+    args = (torch.zeros(2, 1), torch.ones(2, 1).bool(), torch.zeros(2).long())
+    torch.testing.assert_close(
+        mix_readout(readout, *args, 0.0), torch.tensor([[-1.0], [1.0]], dtype=torch.float64)
+    )
+    with pytest.raises(ValueError, match="weight must be a finite number >= 0"):
+        mix_readout(readout, *args, -1.0)

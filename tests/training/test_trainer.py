@@ -239,6 +239,28 @@ def test_a_method_that_owns_its_reward_trains_on_it_and_logs_the_outcome(small_r
             ["signal/rho_within", "signal/gated_reward", "signal/oracle_validity"],
         ),
         ("grpo_gated", {"cf_signal": "operand_sensitivity"}, None, ["signal/gated_reward"]),
+        # the form-matched controls: the noised oracle through the rank gate, with noise in
+        # every group, the format mark, the persistent readout, R_cf through the value gate
+        (
+            "grpo_gated",
+            {"cf_signal": "oracle", "cf_signal_rho": 0.3, "cf_gate": "rank"},
+            None,
+            ["signal/rho_within", "signal/gated_reward"],
+        ),
+        (
+            "grpo_gated",
+            {"cf_signal": "oracle", "cf_signal_rho": 0.3, "cf_signal_noise": "every_group"},
+            1,
+            ["signal/rho_within", "signal/gated_reward"],
+        ),
+        ("grpo_gated", {"cf_signal": "format"}, None, ["signal/format", "signal/gated_reward"]),
+        (
+            "grpo_gated",
+            {"cf_signal": "readout", "cf_readout_weight": 0.5},
+            None,
+            ["signal/readout", "signal/rho_within", "signal/gated_reward"],
+        ),
+        ("grpo_gated", {"cf_signal": "r_cf", "cf_gate": "value"}, None, ["signal/gated_reward"]),
         (
             "gc2po_add",
             {"cf_signal": "sibling_agreement", "lambda_cf": 0.29},
@@ -259,6 +281,8 @@ def test_a_form_trains_on_the_signal_its_config_names(
     assert batch.r_cf is not None and torch.isfinite(adv).all()
     if width is not None:
         assert batch.r_cf.shape[1] == width
+    if trainer.get("cf_gate") == "value":  # each row's problem step count reached the gate
+        assert batch.steps is not None and bool((batch.steps >= 2).all())
     expected, _ = METHODS[method].advantages(batch, run.args)
     torch.testing.assert_close(adv, expected, rtol=0, atol=0)
     lines = (tmp_path / "form" / "metrics.jsonl").read_text().splitlines()

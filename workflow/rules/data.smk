@@ -35,6 +35,8 @@ if TESTBED:
         script:
             "../scripts/testbed_data.py"
 
+    # the shipped base model of this recipe (data/base_models/, checksums verified), or the warm
+    # start trained here for a recipe none is shipped for (gc2po.testbed.base_models)
     rule warm_start:
         input:
             train=f"{RES}/data/train.jsonl",
@@ -42,6 +44,7 @@ if TESTBED:
             directory(f"{RES}/models/testbed"),
         params:
             warm_start=config["testbed"].get("warm_start", {}),
+            artifacts=os.path.join(workflow.basedir, "data", "base_models"),
         log:
             f"logs/{NAME}/warm_start.log",
         conda:
@@ -52,6 +55,18 @@ if TESTBED:
             runtime=plan.warm_start_runtime(config),  # grows with the epochs
         script:
             "../scripts/warm_start.py"
+
+    # the same recipe trained here even where a base model is shipped (never a dependency of
+    # another rule): `snakemake --cores 2 resources/<name>/models/testbed_rebuilt`, then
+    # `python -m gc2po.testbed.base_models compare` against the shipped one (docs/testbed.md)
+    use rule warm_start as warm_start_rebuild with:
+        output:
+            directory(f"{RES}/models/testbed_rebuilt"),
+        params:
+            warm_start=config["testbed"].get("warm_start", {}),
+            artifacts=None,
+        log:
+            f"logs/{NAME}/warm_start_rebuild.log",
 
 else:
 
