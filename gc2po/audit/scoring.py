@@ -51,6 +51,8 @@ class AuditSampling:
     study_draws: int = 5  # independent noise draws per perturbation setting of the study
     # the noisy oracle's levels the signal audit checks (it must measure each rho as set)
     signal_rhos: tuple[float, ...] = (0.07, 0.15, 0.3, 0.6, 1.0)
+    # the readout control's validity weights the signal audit mixes (its trained signal)
+    readout_weights: tuple[float, ...] = ()
 
     def __post_init__(self):
         if not (isinstance(self.study_draws, int) and self.study_draws >= 1):

@@ -26,18 +26,23 @@ import numpy as np
 import pandas as pd
 import torch
 
+from gc2po.audit.cue_view import cue_view
 from gc2po.audit.training_stats import BonusTransform, training_quantity_correlation
-from gc2po.core.signals import within_group_correlation
-from gc2po.reporting.names import BASE_NAME, oracle_column
-from gc2po.training.episode_states import STATE_CHOICES
+from gc2po.audit.within import weighted_mean, within_problem
+from gc2po.core.signals import mix_readout
+from gc2po.reporting.names import BASE_NAME, oracle_column, readout_column
+from gc2po.testbed.mechanism import cue_fields
+from gc2po.testbed.oracle import grade
+from gc2po.training.episode_states import STATE_CHOICES, flatten, state_table
 from gc2po.training.signals import (
     answer_dependence,
     answer_token_logps,
     noisy_oracle,
     oracle_validity,
     present_episodes,
+    readout_direction,
 )
-from gc2po.training.signals_policy import agreement_signal, operand_signal
+from gc2po.training.signals_policy import agreement_signal, format_signal, operand_signal
 
 
 def episode_tokens(episodes, mask: torch.Tensor, width: int) -> torch.Tensor:
@@ -103,11 +108,46 @@ def episode_frame(
     columns["result_logprob"] = written[rows, slots].tolist()
     for index, rho in enumerate(sampling.signal_rhos):
         seed = sampling.seed + 7919 * (index + 1)  # one noise draw per level
-        table = noisy_oracle(
-            validity, present, f, batch.rows, sampling.k, rho, seed, args.max_episodes
-        )
-        columns[oracle_column(rho)] = table[rows, slots].tolist()
+        for every_group in (False, True):
+            table = noisy_oracle(
+                validity, present, f, batch.rows, sampling.k, rho, seed, args.max_episodes,
+                every_group,
+            )  # fmt: skip
+            columns[oracle_column(rho, every_group)] = table[rows, slots].tolist()
+    # the controls of the form-matched study: the format mark and the readout of R_cf's state
+    columns["format"] = format_signal(episodes)[0][rows, slots].tolist()
+    readout = state_readout_table(batch, args, sampling.seed, present.shape)
+    columns["readout"] = readout[rows, slots].tolist()
+    for weight in sampling.readout_weights:  # the control as a run of that weight trains on it
+        mixed = mix_readout(readout, validity, present, batch.rows // sampling.k, weight)
+        columns[readout_column(weight)] = mixed[rows, slots].tolist()
+    # what the cue view reads (gc2po.audit.cue_view): the problem's bet, the completion's copy
+    # of it, and whether the episode parses as an equation (operand sensitivity probes only those)
+    copies = [
+        bool(cue_fields(problem, text, grade(problem, text, max_episodes=args.max_episodes).p)
+             ["copies_bet"])
+        for problem, text in zip(row_problems, episodes.texts)
+    ]  # fmt: skip
+    columns["cued"] = [row_problems[r].cue is not None for r in rows.tolist()]
+    columns["copy"] = [copies[r] for r in rows.tolist()]
+    columns["equation"] = [bool(value) for value in columns["format"]]
     return pd.DataFrame(columns)
+
+
+def state_readout_table(batch, args, seed: int, shape) -> torch.Tensor:
+    """[N, Lmax] the readout control's raw part: the cosine of each episode's final-norm state at
+    the run's ``cf_state`` (where R_cf reads it) with the direction of training seed ``seed``
+    (``gc2po.training.signals.readout_direction``); 0 where an episode has no state."""
+    table = state_table(batch.episodes, batch.ids, args.cf_state, batch.special)
+    rows, slots, positions, _ = flatten(table)
+    out = torch.zeros(shape, dtype=torch.float64)
+    if rows.numel():
+        states = batch.states[rows, positions].double()
+        direction = readout_direction(states.shape[-1], seed)
+        cosine = torch.nn.functional.cosine_similarity(states, direction[None], -1)
+        keep = slots < shape[1]
+        out[rows[keep], slots[keep]] = cosine[keep]
+    return out
 
 
 SIGNAL_COLUMNS = (
@@ -117,32 +157,18 @@ SIGNAL_COLUMNS = (
     "operand_sensitivity",
     "result_logprob",
     "oracle(",
+    "oracle_every(",
+    "format",
+    "readout",
 )
+# signals whose rho and training quantity are also read over the equation steps alone (operand
+# sensitivity probes an equation's operand; an episode without one scores 0): "<column>|equation"
+EQUATION_ONLY = ("operand_sensitivity",)
+EQUATION_SUFFIX = "|equation"
 
 
 def signal_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in frame.columns if c.startswith(SIGNAL_COLUMNS)]
-
-
-def within_problem(frame: pd.DataFrame, column: str, *, given_f: bool = True):
-    """Per problem: the correlation of ``column`` with validity (NaN where undefined) and its
-    episodes, as numpy arrays [problems]."""
-    group = torch.tensor(pd.factorize(frame.problem_id)[0])
-    corr, episodes = within_group_correlation(
-        torch.tensor(frame[column].to_numpy(dtype=float)),
-        torch.tensor(frame.valid.to_numpy(dtype=float)),
-        torch.tensor(frame.f.to_numpy()),
-        group,
-        given_f=given_f,
-    )
-    return corr.numpy(), episodes.numpy()
-
-
-def weighted_mean(corr: np.ndarray, episodes: np.ndarray) -> float:
-    defined = np.isfinite(corr)
-    if not defined.any():
-        return float("nan")
-    return float(np.average(corr[defined], weights=episodes[defined]))
 
 
 def signal_audit(
@@ -157,50 +183,71 @@ def signal_audit(
     ``transform`` (the run's group size, std floor and clip) also the statistics of the bonus
     training adds (``gc2po.audit.training_stats.training_quantity_correlation``: ``tq``,
     ``step_matched``, their CIs, ``rms_z``, ``aligned``, ``floor_binds``, ``groups``)."""
-    rng = np.random.default_rng(seed)
     out = []
     for column in signal_columns(frame):
-        corr, episodes = within_problem(frame, column)
-        defined = np.flatnonzero(np.isfinite(corr))
-        boot = [
-            weighted_mean(corr[chosen], episodes[chosen])
-            for chosen in (
-                defined[rng.integers(0, len(defined), len(defined))] for _ in range(num_resamples)
+        out.append(_signal_row(frame, column, column, num_resamples, seed, transform))
+        if column in EQUATION_ONLY and "equation" in frame.columns:
+            steps = frame[frame.equation.astype(bool)]
+            out.append(
+                _signal_row(steps, column, column + EQUATION_SUFFIX, num_resamples, seed, transform)
             )
-        ] if len(defined) else []  # fmt: skip
-        low, high = np.quantile(boot, [0.025, 0.975]).tolist() if boot else [float("nan")] * 2
-        out.append(
-            {
-                "signal": column,
-                "rho": weighted_mean(corr, episodes),
-                "ci_low": low,
-                "ci_high": high,
-                "rho_unconditional": weighted_mean(*within_problem(frame, column, given_f=False)),
-                "problems": int(len(defined)),
-                "episodes": int(len(frame)),
-                **(
-                    training_quantity_correlation(
-                        frame, column, transform, num_resamples=num_resamples, seed=seed
-                    )
-                    if transform is not None
-                    else {}
-                ),
-            }
-        )
     return out
+
+
+def _signal_row(frame, column, name, num_resamples, seed, transform) -> dict:
+    """One signal's row of :func:`signal_audit` (``name``: what the row calls it)."""
+    rng = np.random.default_rng(seed)
+    corr, episodes = within_problem(frame, column)
+    defined = np.flatnonzero(np.isfinite(corr))
+    boot = [
+        weighted_mean(corr[chosen], episodes[chosen])
+        for chosen in (
+            defined[rng.integers(0, len(defined), len(defined))] for _ in range(num_resamples)
+        )
+    ] if len(defined) else []  # fmt: skip
+    low, high = np.quantile(boot, [0.025, 0.975]).tolist() if boot else [float("nan")] * 2
+    return {
+        "signal": name,
+        "rho": weighted_mean(corr, episodes),
+        "ci_low": low,
+        "ci_high": high,
+        "rho_unconditional": weighted_mean(*within_problem(frame, column, given_f=False)),
+        "problems": int(len(defined)),
+        "episodes": int(len(frame)),
+        **(
+            training_quantity_correlation(
+                frame, column, transform, num_resamples=num_resamples, seed=seed
+            )
+            if transform is not None
+            else {}
+        ),
+        **(
+            cue_view(frame, column, transform, num_resamples=num_resamples, seed=seed)
+            if transform is not None
+            else {}
+        ),
+    }
 
 
 def signal_label(column: str) -> str:
     """A signal column's name in tables."""
+    if column.endswith(EQUATION_SUFFIX):
+        return signal_label(column.removesuffix(EQUATION_SUFFIX)) + ", equation steps only"
     if column.startswith("r_cf@"):
         return f"R_cf at {column.removeprefix('r_cf@')}"
     if column.startswith("oracle(rho="):
         return f"noisy oracle, rho = {column[len('oracle(rho=') : -1]} (check)"
+    if column.startswith("readout(w="):
+        return f"readout of R_cf's state + {column[len('readout(w=') : -1]} x validity (control)"
+    if column.startswith("oracle_every(rho="):
+        return f"noisy oracle in every group, rho = {column[len('oracle_every(rho=') : -1]}"
     return {
         "answer_dependence": "answer dependence (beyond the paper)",
         "sibling_agreement": "sibling agreement (beyond the paper)",
         "operand_sensitivity": "operand sensitivity (beyond the paper)",
         "result_logprob": "written result's log-prob (beyond the paper)",
+        "format": "format mark (control)",
+        "readout": "readout of R_cf's state, unmixed (control)",
     }.get(column, column)
 
 
@@ -230,6 +277,7 @@ def signal_table(audits: list[tuple[str, str, list[dict]]]) -> pd.DataFrame:
             "problems",
             "episodes",
             *TRAINING_COLUMNS,
+            *CUE_COLUMNS,
             "column",
         ],  # fmt: skip
     )
@@ -246,6 +294,18 @@ TRAINING_COLUMNS = (
     "step_matched_ci_high",
     "floor_binds",
     "groups",
+)
+
+
+# gc2po.audit.cue_view's statistics (absent from audits written before it: NaN)
+CUE_COLUMNS = (
+    "copy_gap",
+    "copy_gap_ci_low",
+    "copy_gap_ci_high",
+    "copy_gap_problems",
+    "rho_cued",
+    "rho_uncued",
+    "rho_sd",
 )
 
 
@@ -266,8 +326,8 @@ def signal_markdown(table: pd.DataFrame, caption: str) -> str:
         "",
         "| model | step | signal | rho given f [95% CI] | rho (not given f) | problems "
         "| episodes | training quantity [95% CI] | rms z | aligned | step-matched [95% CI] "
-        "| floor binds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| floor binds | copy - derived z [95% CI] | rho given f: cued / uncued |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in table.itertuples():
         rho = (
@@ -283,24 +343,35 @@ def signal_markdown(table: pd.DataFrame, caption: str) -> str:
             f"{row.problems} | {row.episodes} | {_interval(row.tq, row.tq_ci_low, row.tq_ci_high)} "
             f"| {_number(row.rms_z, '.3f')} | {_number(row.aligned, '+.3f')} "
             f"| {_interval(row.step_matched, row.step_matched_ci_low, row.step_matched_ci_high)} "
-            f"| {_number(row.floor_binds, '.0%')} |"
+            f"| {_number(row.floor_binds, '.0%')} | {_cue_cells(row)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _cue_cells(row) -> str:
+    """The cue view's two cells (``copy - derived z`` with its problems, ``cued / uncued``)."""
+    gap = _interval(row.copy_gap, row.copy_gap_ci_low, row.copy_gap_ci_high)
+    if np.isfinite(row.copy_gap):
+        gap += f" ({int(row.copy_gap_problems)})"
+    return f"{gap} | {_number(row.rho_cued, '+.3f')} / {_number(row.rho_uncued, '+.3f')}"
 
 
 def trained_signal_table(table: pd.DataFrame, trained: dict[str, str]) -> pd.DataFrame:
     """Each audited run's own signal over its training: for every run in ``trained`` (its name in
     ``table`` -> the signal column it trains on, e.g. ``"operand_sensitivity"``), the base model's
     row of that column (step 0) and the run's rows of it (its checkpoints in step order, the end
-    last), so a signal that decays under its own training shows as a falling column.
+    last), so a signal that decays under its own training shows as a falling column; a signal
+    also read over equation steps alone (``EQUATION_ONLY``) adds those rows the same way.
     ``table`` is :func:`signal_table`'s; runs not in it are left out."""
     rows = []
-    for run, column in trained.items():
-        own = table[table.column == column].assign(run=run)
-        base = own[own.model == BASE_NAME]
-        steps = own[own.model == run].sort_values("step", key=lambda s: s.map(_step_order))
-        if len(steps):
-            rows.append(pd.concat([base, steps]))
+    for run, signal in trained.items():
+        extra = [signal + EQUATION_SUFFIX] if signal in EQUATION_ONLY else []
+        for column in [signal, *extra]:
+            own = table[table.column == column].assign(run=run)
+            base = own[own.model == BASE_NAME]
+            steps = own[own.model == run].sort_values("step", key=lambda s: s.map(_step_order))
+            if len(steps):
+                rows.append(pd.concat([base, steps]))
     if not rows:
         return table.iloc[:0].assign(run=[])
     return pd.concat(rows, ignore_index=True)
@@ -316,8 +387,9 @@ def trained_signal_markdown(table: pd.DataFrame, caption: str) -> str:
         caption,
         "",
         "| run | signal | checkpoint | rho given f [95% CI] | training quantity [95% CI] "
-        "| step-matched [95% CI] | rms z | aligned | floor binds |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| step-matched [95% CI] | rms z | aligned | floor binds | copy - derived z [95% CI] "
+        "| rho given f: cued / uncued |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in table.itertuples():
         checkpoint = (
@@ -331,7 +403,7 @@ def trained_signal_markdown(table: pd.DataFrame, caption: str) -> str:
             f"| {_interval(row.tq, row.tq_ci_low, row.tq_ci_high)} "
             f"| {_interval(row.step_matched, row.step_matched_ci_low, row.step_matched_ci_high)} "
             f"| {_number(row.rms_z, '.3f')} | {_number(row.aligned, '+.3f')} "
-            f"| {_number(row.floor_binds, '.0%')} |"
+            f"| {_number(row.floor_binds, '.0%')} | {_cue_cells(row)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -341,8 +413,10 @@ TRAINED_SIGNAL_CAPTION = (
     "at its kept checkpoint(s) and at the end of training, from tables/signal_audit.md (the "
     "same statistics: rho given f, the training quantity, the step-matched correlation, rms z, "
     "aligned = training quantity x rms z, and the share of groups where the std floor binds; "
-    "every model scored with one run's settings, audit.reward_run). A signal that decays under "
-    "its own training reads lower at the end than on the base model."
+    "every model scored with one run's settings, audit.reward_run; the copy - derived z among "
+    "right answers of problems with a bet, and rho given f over problems with and without a "
+    "bet). A signal that decays under its own training reads lower at the end than on the base "
+    "model."
 )
 
 
@@ -359,5 +433,11 @@ SIGNAL_CAPTION = (
     "outcome advantage's std is 1); aligned: training quantity x rms z, the part of the bonus "
     "along validity; step-matched: the same correlation with bonus and validity demeaned within "
     "each (problem, step index, f) cell (a signal that knows only which step it is reads about 0); "
-    "floor binds: the share of groups whose signal std is below the floor. CIs resample problems."
+    "floor binds: the share of groups whose signal std is below the floor. Copy - derived z: "
+    "among the right answers of each problem with a bet, the mean bonus z of the completions "
+    "that copy the bet minus that of those that derive their answer, averaged over the problems "
+    "(count in parentheses) that have both (0: the signal rewards a right copy as much as GRPO "
+    "does; below 0 it favours the derivation); rho given f over the problems with a bet and "
+    "those without. An equation-steps-only row reads its signal over the episodes that parse "
+    "as an equation. CIs resample problems."
 )

@@ -26,10 +26,16 @@ BASE_COLOUR = "#7f7f7f"
 SPARE_COLOURS = ["#f7b6d2", "#9edae5", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd"]
 
 
-def oracle_column(rho: float) -> str:
-    """The signal audit's column of the noised oracle at correlation ``rho`` (the audit writes
-    it; the trained-signal table looks a run's own signal up by it)."""
-    return f"oracle(rho={rho})"
+def oracle_column(rho: float, every_group: bool = False) -> str:
+    """The signal audit's column of the noised oracle at correlation ``rho`` (``every_group``:
+    with noise of one scale in every group; the audit writes it; the trained-signal table looks
+    a run's own signal up by it)."""
+    return f"oracle_every(rho={rho})" if every_group else f"oracle(rho={rho})"
+
+
+def readout_column(weight: float) -> str:
+    """The signal audit's column of the readout control mixed with validity weight ``weight``."""
+    return f"readout(w={weight})"
 
 
 # The testbed's splits; every other benchmark's name comes with its registration

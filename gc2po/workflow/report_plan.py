@@ -136,8 +136,37 @@ def families(config: dict, runs: dict) -> dict[str, dict]:
             )
         if spec.get("candidates") is not None:
             candidate_check(config, spec, where)
+        if spec.get("measure") == "copy_share" and (
+            config["mode"] != TESTBED or spec["benchmark"] not in CANDIDATE_SPLITS
+        ):
+            raise ValueError(
+                f"{where}.measure: copy_share reads the testbed's bets: needs mode testbed and a "
+                f"benchmark with bets, one of {list(CANDIDATE_SPLITS)}"
+            )
         out[f"family_{name}"] = spec
     return out
+
+
+DECOMPOSITION_SPLIT = "test_wrongbet"  # every bet wrong: a copy is a wrong answer
+
+
+def decomposition(config: dict, runs: dict) -> str | None:
+    """``report.decomposition``'s reference run, checked (None: no decomposition table): the
+    testbed, the wrong-bet split evaluated, the reference a run of the config."""
+    spec = config["report"].get("decomposition")
+    if spec is None:
+        return None
+    where = "report.decomposition"
+    if config["mode"] != TESTBED:
+        raise ValueError(f"{where}: needs mode testbed (the wrong-bet split's bets)")
+    if DECOMPOSITION_SPLIT not in config["evaluate"]["benchmarks"]:
+        raise ValueError(f"{where}: evaluate.benchmarks lacks {DECOMPOSITION_SPLIT}")
+    if spec["reference"] not in runs:
+        raise ValueError(
+            f"{where}.reference: {spec['reference']!r} is not a run of this config"
+            f"{did_you_mean(spec['reference'], runs)}"
+        )
+    return spec["reference"]
 
 
 CANDIDATE_SPLITS = ("test_id", "test_wrongbet")  # the mechanism measures the rule reads
@@ -340,6 +369,7 @@ def check(config: dict, facts: Facts, measure_splits) -> None:
     table_specs(config)
     comparisons(config, runs)
     families(config, runs)
+    decomposition(config, runs)
     curve_files(config, plan.training_jobs(config, facts), plan.paths(config)[1])
     length_runs(config, runs, facts)
     audit_reward_run(config, runs, facts)
@@ -352,7 +382,7 @@ def audit_trained_signals(config: dict, runs: dict, names: dict[str, str]) -> di
     cf_state, a policy-only signal by name, the noisy oracle at the run's rho). Runs without a
     per-episode signal (GRPO, the oracle's f x p) and the base model are left out."""
     from gc2po.methods import get_method
-    from gc2po.reporting.names import oracle_column
+    from gc2po.reporting.names import oracle_column, readout_column
 
     trained = {}
     for label in (config.get("audit") or {}).get("models", []):
@@ -365,7 +395,10 @@ def audit_trained_signals(config: dict, runs: dict, names: dict[str, str]) -> di
         if signal == "r_cf":
             trained[names[label]] = f"r_cf@{settings.get('cf_state') or method.cf_state}"
         elif signal == "oracle" and settings.get("cf_signal_rho") is not None:
-            trained[names[label]] = oracle_column(settings["cf_signal_rho"])
+            every = settings.get("cf_signal_noise") == "every_group"
+            trained[names[label]] = oracle_column(settings["cf_signal_rho"], every)
+        elif signal == "readout":
+            trained[names[label]] = readout_column(settings.get("cf_readout_weight", 0.0))
         elif signal not in (None, "oracle"):
             trained[names[label]] = signal
     return trained

@@ -122,6 +122,12 @@ def test_the_episode_frame_of_real_completions(tiny_model_dir):
     for column in ("r_cf@last_content", "r_cf@episode_end", "answer_dependence", "oracle(rho=0.3)"):
         assert np.isfinite(frame[column]).all(), column
     assert frame.answer_dependence.abs().sum() > 0
+    # the form-matched controls' columns and what the cue view reads
+    for column in ("format", "readout", "oracle_every(rho=0.3)"):
+        assert np.isfinite(frame[column]).all(), column
+    assert frame.format.isin([0.0, 1.0]).all() and frame.readout.abs().max() <= 1 + 1e-9
+    assert frame.equation.tolist() == (frame.format == 1).tolist()
+    assert not frame.cued.any() and not frame["copy"].any()  # the handwritten problem has no bet
     # R_cf per episode averages to the completion audit's R_cf per completion
     per_completion = frame.groupby("sample_index")["r_cf@episode_end"].mean()
     perturbation = args.counterfactual_params().perturbation

@@ -6,7 +6,11 @@ MEASURE_SPLITS = CHECKED["measure_splits"]  # gc2po.testbed.mechanism's, memoise
 MECHANISM_SPLITS = report_plan.mechanism_splits(config, MEASURE_SPLITS)
 MECHANISM_TABLES = report_plan.mechanism_tables(config, MEASURE_SPLITS)  # table -> (splits, greedy)
 DOSE_RESPONSE = report_plan.dose_responses(config, RUNS, MEASURE_SPLITS)  # name -> {method, key, markers}
-MECHANISM_OUTPUTS = ([table_file(OUT, table, ext) for table in MECHANISM_TABLES for ext in ("md", "csv")]
+# report.decomposition: wrong bet split into cue avoidance and accuracy, against one reference run
+DECOMPOSITION_REFERENCE = report_plan.decomposition(config, RUNS)
+DECOMPOSITION_OUTPUTS = ([table_file(OUT, "decomposition", ext) for ext in ("md", "csv")]
+                         if DECOMPOSITION_REFERENCE else [])
+MECHANISM_OUTPUTS = DECOMPOSITION_OUTPUTS + ([table_file(OUT, table, ext) for table in MECHANISM_TABLES for ext in ("md", "csv")]
                      + [path for name in DOSE_RESPONSE
                         for path in (table_file(OUT, name, "md"), table_file(OUT, name, "csv"),
                                      figure_file(OUT, name))])
@@ -96,3 +100,27 @@ rule candidates:  # a family's runs against the pre-registered candidate rule (r
         runtime=5,
     script:
         "../scripts/candidates.py"
+
+
+rule decomposition:  # report.decomposition (gc2po.reporting.decomposition)
+    input:
+        samples=lambda wc: eval_files([label for label in MODELS if label != "base"],
+                                      [report_plan.DECOMPOSITION_SPLIT]),
+        data=f"{RES}/data/{report_plan.DECOMPOSITION_SPLIT}.jsonl",
+    output:
+        md=table_file(OUT, "decomposition", "md"),
+        csv=table_file(OUT, "decomposition", "csv"),
+    params:
+        reference=DECOMPOSITION_REFERENCE,
+        benchmark=report_plan.DECOMPOSITION_SPLIT,
+        names=RUN_NAMES,
+    log:
+        f"logs/{NAME}/tables/decomposition.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=5,
+    script:
+        "../scripts/decomposition.py"

@@ -61,6 +61,9 @@ rule family:
     input:
         samples=lambda wc: eval_files([FAMILIES[wc.family]["reference"], *FAMILIES[wc.family]["runs"]],
                                       [FAMILIES[wc.family]["benchmark"]]),
+        # a copy-share family reads the split's bets
+        data=lambda wc: ([f"{RES}/data/{FAMILIES[wc.family]['benchmark']}.jsonl"]
+                         if FAMILIES[wc.family].get("measure") == "copy_share" else []),
     output:
         md=table_file(OUT, "{family}", "md"),
         csv=table_file(OUT, "{family}", "csv"),

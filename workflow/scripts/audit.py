@@ -22,6 +22,7 @@ with logged(sm) as log:
         max_new_tokens=a.get("max_new_tokens", 96),
         study_draws=a.get("study_draws", 5),
         **({"signal_rhos": tuple(a["signal_rhos"])} if "signal_rhos" in a else {}),
+        **({"readout_weights": tuple(a["readout_weights"])} if "readout_weights" in a else {}),
     )
     if not Path(sm.params.model).is_dir():
         raise ValueError(
