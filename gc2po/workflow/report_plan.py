@@ -147,6 +147,18 @@ def families(config: dict, runs: dict) -> dict[str, dict]:
     return out
 
 
+def reasoning_models(config: dict, runs: dict) -> None:
+    """``evaluate.reasoning`` checked (``reasoning_settings``), and each of its ``models`` the
+    base model or a run of the config."""
+    settings = reasoning_settings(config)
+    for model in (settings or {}).get("models") or []:
+        if model != "base" and model not in runs:
+            raise ValueError(
+                f"evaluate.reasoning.models: {model!r} is not a run of this config"
+                f"{did_you_mean(model, runs)}; list base or the runs it trains"
+            )
+
+
 DECOMPOSITION_SPLIT = "test_wrongbet"  # every bet wrong: a copy is a wrong answer
 
 
@@ -373,7 +385,7 @@ def check(config: dict, facts: Facts, measure_splits) -> None:
     curve_files(config, plan.training_jobs(config, facts), plan.paths(config)[1])
     length_runs(config, runs, facts)
     audit_reward_run(config, runs, facts)
-    reasoning_settings(config)
+    reasoning_models(config, runs)
 
 
 def audit_trained_signals(config: dict, runs: dict, names: dict[str, str]) -> dict[str, str]:

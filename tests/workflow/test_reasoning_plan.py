@@ -93,3 +93,15 @@ def test_the_workflow_check_refuses_it_before_any_job():
     config["evaluate"]["reasoning"]["n"] = 2
     with pytest.raises(ValueError, match=r"evaluate\.reasoning\.n: 2 samples per problem"):
         report_plan.check(config, method_facts(), MEASURE_SPLITS)
+
+
+def test_models_narrows_the_evaluated_models_and_names_one_that_is_no_run():
+    config = load("config.yaml", "testbed_warm32.yaml")
+    config["evaluate"]["reasoning"]["models"] = ["base", "grpo", "grpo_fxp"]
+    report_plan.check(config, method_facts(), MEASURE_SPLITS)
+    assert reasoning_settings(config)["models"] == ["base", "grpo", "grpo_fxp"]
+    config["evaluate"]["reasoning"]["models"] = ["base", "grop"]
+    with pytest.raises(
+        ValueError, match=r"evaluate\.reasoning\.models: 'grop' is not a run .*'grpo'"
+    ):
+        report_plan.check(config, method_facts(), MEASURE_SPLITS)

@@ -195,6 +195,8 @@ REASONING_OUTPUTS = [table_file(OUT, "reasoning", ext) for ext in ("md", "csv")]
 
 
 def reasoning_files(greedy):
+    # evaluate.reasoning.models: those models only (default: every model of the mechanism table)
+    wanted = REASONING.get("models")
     return [EvalFile(base, model, seed, split).path(reasoning_root(OUT, greedy))
             for base in BASE_MODELS for model in models_of(base) for seed in seeds_of(model)
-            for split in REASONING["splits"]]
+            for split in REASONING["splits"] if wanted is None or model in wanted]
