@@ -47,9 +47,19 @@ def recipe(config: WarmStartConfig, train_path: str | Path) -> dict:
     """The recipe of a warm start of ``config`` on the train split file ``train_path``."""
     return {
         "recipe_version": RECIPE_VERSION,
-        "warm_start": dataclasses.asdict(config),
+        "warm_start": canonical(config),
         "train_sha256": file_sha256(train_path),
     }
+
+
+def canonical(config: WarmStartConfig) -> dict:
+    """The warm start's settings with each float field as a float (``epochs: 32`` and
+    ``epochs: 32.0`` are one recipe)."""
+    values = dataclasses.asdict(config)
+    for field in dataclasses.fields(config):
+        if isinstance(field.default, float):
+            values[field.name] = float(values[field.name])
+    return values
 
 
 def recipe_hash(recipe_: dict) -> str:
@@ -150,12 +160,15 @@ def trained_provenance(config: WarmStartConfig, train_path: str | Path, out_dir)
 
 
 def model_files(folder: str | Path) -> dict[str, str]:
-    """File name -> sha256 of a model folder's files (the provenance file itself left out)."""
+    """File name -> sha256 of a model folder's files (the provenance file and hidden files, such
+    as Snakemake's ``.snakemake_timestamp`` of a folder output, left out)."""
     folder = Path(folder)
     return {
         path.name: file_sha256(path)
         for path in sorted(folder.iterdir())
-        if path.is_file() and path.name not in (PROVENANCE_FILE, ARTIFACT_FILE)
+        if path.is_file()
+        and path.name not in (PROVENANCE_FILE, ARTIFACT_FILE)
+        and not path.name.startswith(".")
     }
 
 

@@ -152,3 +152,11 @@ def test_the_workflow_installs_the_default_base_model_instead_of_training(tmp_pa
     shipped = base_models.find(SHIPPED, provenance["recipe_hash"])
     assert shipped is not None and base_models.compare(model, shipped) == []
     assert "installed the shipped base model" in (work / "logs/testbed/warm_start.log").read_text()
+
+
+def test_an_integer_and_a_float_epoch_count_are_one_recipe(tmp_path):
+    train = tmp_path / "train.jsonl"
+    train.write_text("{}\n")
+    whole = base_models.recipe(WarmStartConfig.from_mapping({"epochs": 32}), train)
+    decimal = base_models.recipe(WarmStartConfig.from_mapping({"epochs": 32.0}), train)
+    assert base_models.recipe_hash(whole) == base_models.recipe_hash(decimal)
