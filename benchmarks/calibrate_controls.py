@@ -48,6 +48,7 @@ from gc2po.training.signals import oracle_validity  # noqa: E402
 def main() -> None:
     parser = audit_parser(__doc__, seed_help="sampling seed (the readout's direction: seed 0's)")
     parser.add_argument("--out", type=Path, required=True, help="write the calibration as JSON")
+    parser.add_argument("--episodes-csv", type=Path, default=None, help="write the episode frame")
     ns = parser.parse_args()
     torch.set_num_threads(2)
     args, audit = run_settings(parser, ns)
@@ -57,6 +58,8 @@ def main() -> None:
     )
     batch = prepare(model, tokenizer, prompts, generations, args, audit)
     frame = episode_frame(batch, problems, generations, args, audit, model, tokenizer, cf_at)
+    if ns.episodes_csv:
+        frame.to_csv(ns.episodes_csv, index=False)
     rho = {
         state: weighted_mean(*within_problem(frame, f"r_cf@{state}"))
         for state in ("result", "episode_end")

@@ -11,9 +11,9 @@ matches a signal's validity weight to the oracle's, and lambda* itself.
   the plain oracle's at lambda* (the bonus is lambda_cf x z, z's part along validity rho x
   z(validity)); rho below ``min_rho`` counts as ``min_rho`` (a signal with no measured
   correlation would otherwise get an unbounded weight);
-- ``lambda_star``: the median over groups of the flip lambda of correct copies of the bet
-  (``gc2po.core.corrected.flip_lambda``; ``benchmarks/lambda_calibration.py`` prints its
-  distribution).
+- ``lambda_star``: the median over groups of the flip lambda of correct copies of the bet that
+  GRPO rewards (a positive outcome advantage; ``gc2po.core.corrected.flip_lambda``;
+  ``benchmarks/lambda_calibration.py`` prints the distribution with the copies GRPO gives 0).
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def lambda_star(
     cf_z_clip: float,
 ) -> tuple[float, int]:
     """(lambda*, groups): the median over groups of the median flip lambda of their correct
-    copies of the bet whose bonus the oracle turns negative (groups that have one), and their
-    count.
+    copies of the bet that have a positive outcome advantage and whose bonus the oracle turns
+    negative (groups that have one), and their count.
 
     f [N] (0/1), episode_ids [N, T], validity [N, Lmax], mask [N, T], copies [N] bool (the row
     copies the bet), rows of a group consecutive (``group_size`` each)."""
@@ -90,8 +90,10 @@ def lambda_star(
         f.double(), episode_ids, validity, mask, group_size=group_size,
         cf_std_floor=cf_std_floor, cf_z_clip=cf_z_clip,
     )  # fmt: skip
-    # as benchmarks/lambda_calibration.py: per group, torch's median over its flipping copies
-    flipping = copies & (f == 1) & found.flips
+    # per group, torch's median over its copies that flip and that GRPO rewards (a positive
+    # outcome advantage: where every completion of a group is right the copy's advantage is 0
+    # and its flip lambda 0, which says nothing of the weight that overturns GRPO's reward)
+    flipping = copies & (f == 1) & found.flips & (found.outcome_advantages > 0)
     group = torch.arange(len(f)) // group_size
     medians = [
         float(found.lambda_flip[flipping & (group == g)].median())

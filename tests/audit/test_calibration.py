@@ -68,3 +68,16 @@ def test_lambda_star_by_hand():
     # std 0.5); validity z of the copy: (0 - 0.25) / sqrt(0.1875) = -0.57735 -> flips there
     advantage = 0.5 / (0.5 + 1e-4)
     assert groups == 1 and star == pytest.approx(advantage / (0.25 / 0.1875**0.5))
+
+
+def test_lambda_star_leaves_out_copies_grpo_gives_nothing():
+    # group 0 as in the hand-computed case (flip at about 1.73); group 1: every completion right,
+    # so the copy's outcome advantage is 0 and its flip lambda 0: it takes no part
+    f = torch.tensor([1, 1, 0, 0, 1, 1, 1, 1])
+    episode_ids = torch.zeros(8, 2, dtype=torch.long)
+    mask = torch.ones(8, 2, dtype=torch.bool)
+    validity = torch.tensor([[0.0], [1.0], [0.0], [0.0], [0.0], [1.0], [1.0], [1.0]]).double()
+    copies = torch.tensor([True, False, False, False, True, False, False, False])
+    star, groups = lambda_star(f, episode_ids, validity, mask, copies, group_size=4,
+                               cf_std_floor=0.1, cf_z_clip=3.0)  # fmt: skip
+    assert groups == 1 and star == pytest.approx(0.5 / (0.5 + 1e-4) / (0.25 / 0.1875**0.5))
