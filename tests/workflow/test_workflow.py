@@ -306,8 +306,8 @@ def test_a_docs_table_bound_to_a_miniature_output_is_checked_row_by_row(ci_local
         )
         return path
 
-    tables, differences, notes = check_page(page(rows), work)
-    assert (len(tables), differences, notes) == (1, [], [])
+    found = check_page(page(rows), work)
+    assert (len(found.tables), found.differences, found.missing, found.notes) == (1, [], [], [])
     edited = rows[:-1] + [rows[-1].rsplit("|", 2)[0] + "| 99.9 |"]
-    _, differences, _ = check_page(page(edited), work)
+    differences = check_page(page(edited), work).differences
     assert len(differences) == 1 and f"row {len(rows) - 1} is" in differences[0]
