@@ -140,15 +140,22 @@ def mechanism_points(rows: pd.DataFrame, path: str | Path = "mechanism.csv") -> 
 
 
 def mechanism_figure(
-    rows: pd.DataFrame, out_png: str | Path, names: RunNames = None, path: str = "mechanism.csv"
+    rows: pd.DataFrame,
+    out_png: str | Path,
+    names: RunNames = None,
+    path: str = "mechanism.csv",
+    greedy: bool = False,
 ) -> None:
     """Copy share against wrong-bet pass@1, per model, saved (PNG and PDF)."""
-    fig, axes = draw_mechanism(rows, names, path)
+    fig, axes = draw_mechanism(rows, names, path, greedy)
     save_figure(fig, axes[-1], out_png)
 
 
-def draw_mechanism(rows: pd.DataFrame, names: RunNames = None, path: str = "mechanism.csv"):
-    """(figure, axes) of copy share against wrong-bet pass@1 (module docstring)."""
+def draw_mechanism(
+    rows: pd.DataFrame, names: RunNames = None, path: str = "mechanism.csv", greedy: bool = False
+):
+    """(figure, axes) of copy share against wrong-bet pass@1 (module docstring); ``greedy``:
+    the table of greedy evaluations, said in the title."""
     points = mechanism_points(rows, path)
     blocks = list(dict.fromkeys(points["block"]))
     fig, axes = _panels(blocks, height=4.2, width=5.2)
@@ -172,8 +179,10 @@ def draw_mechanism(rows: pd.DataFrame, names: RunNames = None, path: str = "mech
         ax.set_ylabel(f"pass@1 on {benchmark_name(WRONG_BET[0])} (%)")
         ax.set_title(block if len(blocks) > 1 else "", fontsize=9)
         ax.grid(alpha=0.3)
+    decoding = "greedy decoding, " if greedy else ""
     fig.suptitle(
-        "Copying the bet and answering when it is wrong (95% intervals over seeds)", fontsize=10
+        f"Copying the bet and answering when it is wrong ({decoding}95% intervals over seeds)",
+        fontsize=10,
     )
     return fig, axes
 
@@ -183,6 +192,8 @@ def write_family_figure(csv: str | Path, spec: dict, png: str | Path, names: Run
     family_figure(read_table(csv, FAMILY_COLUMNS), Family.from_mapping(spec), png, names)
 
 
-def write_mechanism_figure(csv: str | Path, png: str | Path, names: RunNames = None):
+def write_mechanism_figure(
+    csv: str | Path, png: str | Path, names: RunNames = None, greedy: bool = False
+):
     """The workflow's ``mechanism_figure`` rule: ``tables/mechanism.csv`` -> the figure."""
-    mechanism_figure(read_table(csv, MECHANISM_COLUMNS), png, names, str(csv))
+    mechanism_figure(read_table(csv, MECHANISM_COLUMNS), png, names, str(csv), greedy)

@@ -147,8 +147,8 @@ def depths(graph: RuleGraph) -> dict[str, int]:
 
 @dataclass
 class Layout:
-    """Levels of nodes (rules, and the waypoints ``(a, b, level)`` of an edge that spans
-    levels), each node's width and centre x, and each edge's chain of nodes."""
+    """Levels of nodes (rules, and the waypoints ``(a, level)`` of the edges from rule ``a``
+    that pass a level), each node's width and centre x, and each edge's chain of nodes."""
 
     layers: list[list]
     width: dict
@@ -158,9 +158,11 @@ class Layout:
 
 def _chains(graph: RuleGraph, depth: dict[str, int]) -> dict:
     """Each edge's nodes from the rule needed to the rule that needs it, with a waypoint on
-    every level between, so that a long edge is routed between the boxes, not through them."""
+    every level between, so that a long edge is routed between the boxes, not through them.
+    The long edges of one rule share its waypoint on a level: they run as one trunk and branch
+    off where they end (the testbed's data feeds a dozen rules on five levels)."""
     return {
-        (a, b): [a, *((a, b, level) for level in range(depth[a] + 1, depth[b])), b]
+        (a, b): [a, *((a, level) for level in range(depth[a] + 1, depth[b])), b]
         for a, b in graph.edges
     }
 
@@ -225,9 +227,8 @@ def layout(graph: RuleGraph) -> Layout:
     layers: list[list] = [[] for _ in range(1 + max(depth.values(), default=0))]
     for rule in graph.rules:
         layers[depth[rule]].append(rule)
-    for chain in chains.values():
-        for waypoint in chain[1:-1]:
-            layers[waypoint[2]].append(waypoint)
+    for waypoint in sorted({w for chain in chains.values() for w in chain[1:-1]}):
+        layers[waypoint[1]].append(waypoint)
     width = {node: round(len(node) * CHAR_WIDTH + 2 * PAD) for node in graph.rules}
     width.update({node: WAYPOINT_WIDTH for layer in layers for node in layer if node not in width})
     _order(layers, chains)

@@ -154,6 +154,14 @@ def test_the_mechanism_figure_puts_each_model_at_its_copy_share_and_wrong_bet_pa
         plt.close(fig)
 
 
+def test_the_greedy_tables_figure_says_so():
+    fig, _ = draw_mechanism(mechanism_rows(), greedy=True)
+    try:
+        assert "greedy decoding" in fig._suptitle.get_text()
+    finally:
+        plt.close(fig)
+
+
 def test_a_model_with_one_seed_is_drawn_without_interval():
     rows = mechanism_rows()
     rows.loc[rows["model"] == "grpo", ["ci_low", "ci_high"]] = float("nan")

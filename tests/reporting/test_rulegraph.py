@@ -204,11 +204,13 @@ def test_the_drawing_routes_long_edges_between_levels_and_keeps_boxes_apart():
         ["evaluate"],
         ["table"],
     ]
-    # testbed_data -> table spans three levels: a waypoint on each of the two between
+    # testbed_data -> table spans three levels: a waypoint on each of the two between, the
+    # first shared with testbed_data -> evaluate (one trunk)
     assert drawn.chains[("testbed_data", "table")][1:-1] == [
-        ("testbed_data", "table", 1),
-        ("testbed_data", "table", 2),
+        ("testbed_data", 1),
+        ("testbed_data", 2),
     ]
+    assert drawn.chains[("testbed_data", "evaluate")][1:-1] == [("testbed_data", 1)]
     for layer in drawn.layers:
         ordered = sorted(layer, key=drawn.x.get)
         for left, right in zip(ordered, ordered[1:]):

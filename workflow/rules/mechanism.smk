@@ -52,6 +52,7 @@ rule mechanism_figure:  # drawn from the table, so it shows the table's numbers
                    category="4 Mechanism", subcategory="Figures", labels={"figure": "{figure}"}),
     params:
         names=RUN_NAMES,
+        greedy=lambda wc: MECHANISM_TABLES[wc.figure][1],
     wildcard_constraints:
         figure="|".join(MECHANISM_FIGURES) or "no_mechanism_figure",
     log:

@@ -6,5 +6,5 @@ from gc2po.workflow.script_log import logged
 
 sm = snakemake  # noqa: F821
 with logged(sm) as log:
-    write_mechanism_figure(sm.input.csv, sm.output.png, sm.params.names)
+    write_mechanism_figure(sm.input.csv, sm.output.png, sm.params.names, sm.params.greedy)
     log(f"wrote {sm.output.png}")
