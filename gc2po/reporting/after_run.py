@@ -52,7 +52,7 @@ def message(name: str, results: Path, docs: Path, shown_docs: str = "docs") -> s
     if page is None:
         lines.append(
             f"No page of {shown_docs}/ holds this config's tables; "
-            "docs/results.md holds the study's."
+            f"{shown_docs}/results.md holds the study's."
         )
     else:
         shown = f"{shown_docs}/{page.relative_to(docs).as_posix()}"
