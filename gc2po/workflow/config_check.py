@@ -94,7 +94,7 @@ def checked(
         plan.validate(config, where=f"config {config['name']!r}")
         # a job the memory plan says will not fit its GPU (train.gpu_memory_gib) is refused here,
         # not after it waited in a queue and died out of memory (train.ignore_memory_plan lets it)
-        memory_check.check(config, where=f"config {config['name']!r}")
+        memory_check.check(config, plan.training_jobs(config), where=f"config {config['name']!r}")
         report_plan.check(config, facts, MEASURE_SPLITS)
     except ValueError as err:  # named by the file that sets the key, where the files are known
         raise ValueError(locate(str(err), config, files) if files else str(err)) from err

@@ -73,18 +73,9 @@ def _reason(error) -> str:
 
 
 def _setting_file(files: list[str], keys: tuple[str, ...]) -> str:
-    """The last of ``files`` that sets ``keys`` (its value is the one that counts)."""
-    found = DEFAULT_FILE
-    for file in files:
-        try:
-            node = yaml.safe_load(Path(file).read_text())
-        except (OSError, yaml.YAMLError):
-            continue  # unreadable files were refused when the config was loaded
-        for key in keys:
-            node = node.get(key) if isinstance(node, dict) else None
-        if node is not None:
-            found = _shown(file)
-    return found
+    """The last of ``files`` that sets ``keys`` (its value is the one that counts); the
+    default's file when none does."""
+    return setting_file(files, keys) or DEFAULT_FILE
 
 
 def setting_file(files: list[str], keys: tuple[str, ...]) -> str | None:

@@ -150,7 +150,7 @@ def test_the_default_and_ci_configs_are_not_planned(files, monkeypatch, tmp_path
         raise AssertionError("a job was estimated")
 
     monkeypatch.setattr(memory_check, "job_memory", never)
-    memory_check.check(config)
+    memory_check.check(config, training_jobs(config))
     overridden = {**config, "train": {**config["train"], "ignore_memory_plan": True}}
     for job in training_jobs(config):
         assert job.run_config(overridden) == job.run_config(config)
