@@ -158,7 +158,10 @@ def locate(message: str, config: dict, files: list[str]) -> str:
         return f"{given}: {rest}"
     what = body[token.end() :]
     after = f" (training job {job['base']}/{job['run']})" if job else ""
-    path = ".".join(keys)
+    # a config path stays as the check wrote it (``report.dose_response[0]``); a trainer field
+    # becomes the whole path that sets it
+    written = token["token"].rstrip(":")
+    path = written if written.split(".")[0].split("[")[0] in config else ".".join(keys)
     return f"{setting_file(files, keys) or given}: {path}: {what}{after}"
 
 
