@@ -46,6 +46,19 @@ include: "workflow/rules/mechanism.smk"
 include: "workflow/rules/reasoning.smk"
 include: "workflow/rules/report.smk"
 
+# The last lines of a run that ended well: where its results are, the first rows of its Table 1,
+# the docs page that holds the tables to expect and the command that compares them
+# (gc2po.reporting.after_run)
+onsuccess:
+    import os
+    from pathlib import Path
+
+    from gc2po.reporting import after_run
+
+    docs = Path(workflow.basedir) / "docs"
+    print(after_run.message(NAME, Path(OUT), docs, os.path.relpath(docs)))
+
+
 # Downloads run on the submit host, never as cluster jobs (DOWNLOAD_RULES in common.smk).
 workflow.localrules(*(rule.name for rule in workflow.rules if rule.name in DOWNLOAD_RULES))
 
@@ -61,3 +74,5 @@ rule all:
         MECHANISM_OUTPUTS,
         REASONING_OUTPUTS,
         REPORT_TABLE_PAGES,
+        FAMILY_FIGURES,
+        RULEGRAPH,

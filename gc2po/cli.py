@@ -40,7 +40,7 @@ def _train(ns):
 def _plan(ns):
     import pandas as pd
 
-    from gc2po.workflow.config_schema import check_schema
+    from gc2po.workflow.config_schema import DEFAULT_FILE, check_schema, locate
     from gc2po.workflow.global_batch import KEY
     from gc2po.workflow.memory_check import GPU_KEY, OVERRIDE_KEY, gpu_memory_gib, ignores_plan
     from gc2po.workflow.plan import load_config, validate
@@ -48,9 +48,12 @@ def _plan(ns):
 
     config = load_config(ns.configfile)
     check_schema(config, ns.configfile)
-    validate(config, where=" ".join(ns.configfile or ["config/config.yaml"]))
     gpu = ns.gpu_memory_gib if ns.gpu_memory_gib is not None else gpu_memory_gib(config)
-    table = memory_plan(config, gpu_memory_gib=gpu)
+    try:
+        validate(config, where=f"config {config['name']!r}")
+        table = memory_plan(config, gpu_memory_gib=gpu)
+    except ValueError as err:  # named by the file that sets the key
+        raise ValueError(locate(str(err), config, ns.configfile or [DEFAULT_FILE])) from err
     stated = config["train"].get("sequences_per_step")
     print(
         f"global batch: {stated} sequences per optimizer step ({KEY}), split as"

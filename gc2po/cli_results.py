@@ -88,8 +88,12 @@ def _tables(ns):
         ns.eval_dir, _split(ns.methods), _split(ns.benchmarks)
     )
     names = display_names(load_config(ns.configfile)) if ns.configfile else None
+    if ns.paper:  # refused before any table is written
+        from gc2po.reporting.paper import check_overlap
+
+        check_overlap((f.block, f.model, f.benchmark) for f in files)
     out = Path(ns.out)
-    write_table(
+    cells = write_table(
         files,
         methods,
         benchmarks,
@@ -102,6 +106,10 @@ def _tables(ns):
         names=names,
     )
     print(out.with_suffix(".md").read_text())
+    if ns.paper:
+        from gc2po.reporting.paper import compare
+
+        print(compare(cells))
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -193,5 +201,12 @@ def add_tables(sub):
         metavar="YAML",
         help="the workflow config(s) that planned the runs, which names the runs "
         "outside the method registry (lambda sweeps, variants; else: their labels)",
+    )
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="also print the paper's Table 1 beside this table: every cell both report, the "
+        "paper's number, this run's with its 95%% interval, both gains over the base model, and "
+        "whether the paper's falls inside the run's interval (docs/paper-numbers.md)",
     )
     p.set_defaults(func=_tables)

@@ -139,13 +139,44 @@ def test_the_command_table_lists_every_subcommand():
 
 
 def test_the_readme_is_short_and_starts_with_the_two_commands():
+    """A venv with the user's install in it, then the default, labelled as the CPU testbed."""
     readme = (ROOT / "README.md").read_text()
     assert len(readme.encode()) <= 12 * 1024
     first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     assert [line.split("#")[0].strip() for line in first_block] == [
-        "pip install -e '.[dev]' && snakemake --cores 2",
-        "python3 -m pytest -q",
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e .",
+        "snakemake --cores 2",
     ]
+    assert "the CPU testbed, not the paper's GPU runs" in first_block[1]
+
+
+def after_the_run() -> str:
+    """The README's "After the run" block: from its bold lead to the next heading."""
+    readme = (ROOT / "README.md").read_text()
+    return readme.split("**After the run**", 1)[1].split("\n#", 1)[0]
+
+
+def test_the_readme_says_where_the_defaults_results_land_and_which_page_holds_them():
+    """The results folder is the default config's, the page is the one whose tables are bound to
+    it, the excerpt is the start of that page's Table 1, and the command checks that page."""
+    from gc2po.reporting.after_run import expected_page
+    from gc2po.reporting.docs_check import bound_tables, table_rows
+
+    block = " ".join(after_the_run().split())
+    name = load_config(["config/config.yaml"])["name"]
+    assert f"`results/{name}/tables/`" in block and f"`results/{name}/figures/`" in block
+    page = expected_page(name, ROOT / "docs")
+    shown = page.relative_to(ROOT).as_posix()
+    assert f"`python -m gc2po.reporting.docs_check {shown}`" in block
+    assert f"]({shown}#what-the-default-measured)" in block
+    table1 = next(
+        t
+        for t in bound_tables(page.read_text())
+        if t.results_file == f"results/{name}/tables/table1.md"
+    )
+    excerpt = [line for line in after_the_run().splitlines() if line.startswith("|")]
+    rows = table_rows(excerpt)
+    assert len(rows) >= 2 and rows == table1.rows[: len(rows)], (rows, table1.rows[:2])
 
 
 def test_the_readme_cites_what_citation_cff_cites():

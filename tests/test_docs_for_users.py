@@ -1,9 +1,11 @@
 """The docs are for the people who use the project: every page (README.md and docs/, the history
-in docs/archive/ apart) is at most 30 KB, no line tells how the project was written (who worked
-beside a measurement, rounds of work, sessions, which commit a clone was pulled to), every job
-count names a config whose dry run it is, and every duration stated for a config's run is the
-latest recorded one (docs/measurements-workflow.md, "Workflow wall time"); every relative link
-and anchor resolves."""
+in docs/archive/ apart) is at most 30 KB, no paragraph reaches 350 words, no line tells how the
+project was written (who worked beside a measurement, rounds of work, sessions, reviewers, the
+development branch, which commit a clone was pulled to), the index holds no maintainer notes,
+every job count names a config whose dry run it is, every duration stated for a config's run is
+the latest recorded one (docs/measurements-workflow.md, "Workflow wall time", the warm start's
+included), a page with GPU figures on another torch than the pinned one says so, the Python
+versions claimed are the tested one; every relative link and anchor resolves."""
 
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ PROCESS_TEXT = {
     r"|\bclones? (?:at|of) commit\b",
     "an earlier version of the page": r"\b(?:earlier|previous) version of (?:this|the) page\b"
     r"|\bused before this page\b",
+    "who reviewed the work": r"\breviewer(?:s|'s|s')?\b",
+    "the development branch": r"--branch infra\b|\binfra branch\b",
 }
 
 
@@ -88,6 +92,8 @@ def test_no_page_tells_how_the_project_was_written():
         "on the shared 2-core machine",
         "about 30 minutes measured beside other work",
         "a clean clone of commit 0e6c745",
+        "The machine of a reviewer's report, a Zen 3 EPYC",
+        "Two `git clone --branch infra` of commit c8af1c2",
         "`git pull` of commit ef1309c",
         "with commit 501af47 pulled into it",
         "the intervals used before this page was rewritten",
@@ -111,6 +117,87 @@ def test_the_process_check_catches(line):
 )
 def test_the_process_check_passes(line):
     assert not process_lines(line)
+
+
+# --- paragraphs, the index, torch and Python versions ----------------------------------------
+
+MAX_PARAGRAPH_WORDS = 350  # a paragraph this long is split where its topic changes
+
+
+def prose_blocks(text: str) -> list[str]:
+    """The paragraphs of a page: code (fenced or indented) left out, a table row and a list
+    item each a paragraph of its own."""
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    blocks = []
+    for block in paragraphs(text):
+        if all(line.startswith("    ") for line in block.splitlines() if line.strip()):
+            continue  # an indented code block
+        blocks += re.split(r"\n(?=\s*(?:[-*]|\d+\.) )", block)
+    return blocks
+
+
+def long_paragraphs(page: str, text: str) -> list[str]:
+    return [
+        f"{page}: a paragraph of {len(block.split())} words: {block[:60]!r}..."
+        for block in prose_blocks(text)
+        if len(block.split()) >= MAX_PARAGRAPH_WORDS
+    ]
+
+
+def test_no_paragraph_reaches_350_words():
+    problems = [p for page in user_pages() for p in long_paragraphs(name(page), page.read_text())]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_paragraph_check_can_fail():
+    long = " ".join(["word"] * MAX_PARAGRAPH_WORDS)
+    assert long_paragraphs("p", f"intro\n\n{long}\n")
+    # a list's items and a table's rows are paragraphs of their own; code is not prose
+    items = "\n".join(f"- {' '.join(['word'] * 100)}" for _ in range(4))
+    rows = "\n".join(f"| {' '.join(['word'] * 100)} |" for _ in range(4))
+    code = f"```\n{long}\n```\n\n    {long}\n"
+    assert not long_paragraphs("p", f"{items}\n\n{rows}\n\n{code}")
+
+
+def test_the_index_holds_no_maintainer_notes():
+    """docs/index.md is the reader's map: which test checks what belongs to the tests."""
+    index = (ROOT / "docs" / "index.md").read_text()
+    named = sorted(set(re.findall(r"tests/[\w/]+\.py", index)))
+    assert not named, f"docs/index.md names the tests {named}"
+
+
+def pinned(package: str) -> str:
+    return re.search(rf'"{package}==([\d.]+)"', (ROOT / "pyproject.toml").read_text())[1]
+
+
+def unpinned_torch(page: str, text: str, pin: str) -> list[str]:
+    """Figures measured on a torch other than the pinned one, on a page that does not say the
+    pin (each such page must say which version the figures ran on and which one is pinned)."""
+    others = sorted({v for v in re.findall(r"torch[ =](\d+\.\d+)", text) if not pin.startswith(v)})
+    return [f"{page}: figures on torch {v}, the page never names the pin {pin}" for v in others
+            if pin not in text]  # fmt: skip
+
+
+def test_a_page_with_figures_on_another_torch_says_the_pin():
+    pin = pinned("torch")
+    problems = [
+        p for page in user_pages() for p in unpinned_torch(name(page), page.read_text(), pin)
+    ]
+    assert not problems, "\n".join(problems)
+    assert unpinned_torch("p", "device=cuda torch=2.11.0+cu130", "2.13.0")
+    assert not unpinned_torch("p", "torch 2.11.0 (the pin is 2.13.0)", "2.13.0")
+
+
+def test_the_python_claimed_is_the_one_tested():
+    """The tests run on Python 3.11 only (the conda envs pin it): no page claims a range."""
+    claims = [
+        f"{name(page)}: {m[0]!r}"
+        for page in user_pages()
+        for m in re.finditer(r"Python\s*>=\s*3\.\d+|Python 3\.1[2-9]\+?", page.read_text())
+    ]
+    assert not claims, claims
+    for env in ("gc2po.yaml", "gc2po-gpu.yaml"):
+        assert "python=3.11" in (ROOT / "workflow" / "envs" / env).read_text(), env
 
 
 # --- job counts and durations ---------------------------------------------------------------
@@ -199,6 +286,31 @@ def test_every_duration_of_a_configs_run_is_the_latest_recorded():
         for problem in duration_problems(name(page), page.read_text(), runs)
     ]
     assert not problems, "\n".join(problems)
+
+
+def warm_start_times(text: str) -> tuple[str, list[str]]:
+    """(the warm start of the default's latest recorded run, in its wall-time row; the warm
+    start times "Where the default's time goes" states) of docs/measurements-workflow.md."""
+    row = next(
+        r for r in table_after(text, "## Workflow wall time") if "config/config.yaml" in r[1]
+    )
+    recorded = re.search(r"the warm start ([\d,]+ s)", row[2])[1]
+    where = text.split("Where the default's time goes", 1)[1].split("\n\n", 1)[0]
+    stated = re.findall(r"warm start[^.;]*?(\d[\d,.]* (?:s|min))", where)
+    return recorded, stated
+
+
+def test_the_defaults_warm_start_time_is_its_latest_recorded_one():
+    recorded, stated = warm_start_times((ROOT / "docs" / "measurements-workflow.md").read_text())
+    assert stated and stated[0] == recorded, (recorded, stated)
+    # the sentence before: a warm start "about 3.5 min" beside the row's 1,048 s
+    stale = (
+        "## Workflow wall time\n\n| run | command | wall time | when |\n|---|---|---|---|\n"
+        "| default | `snakemake --cores 2` (`config/config.yaml`) | 33 min (the warm start 1,048 s)"
+        " | x |\n\nWhere the default's time goes (its job logs): the warm start about 3.5 min\n"
+    )
+    recorded, stated = warm_start_times(stale)
+    assert (recorded, stated) == ("1,048 s", ["3.5 min"])
 
 
 def test_the_count_and_duration_checks_can_fail():

@@ -101,13 +101,25 @@ def expect_dvc(out):
 
 
 def expect_docs_check(out):
-    # exit 1 where this checkout holds no run (every bound table missing), 0 where it holds one
-    assert out.returncode in (0, 1), out.stderr
-    assert re.search(r"docs/results\.md: \d+ bound tables, \d+ differ", out.stdout), out.stdout
+    """The page of the default's tables: where this checkout holds no run, each bound table is
+    MISSING and names the default's command (exit 2); where it holds one, compared (0 or 1)."""
+    assert out.returncode in (0, 1, 2), out.stderr
+    summary = re.search(
+        r"docs/testbed\.md: (\d+) bound tables, \d+ differ, (\d+) missing", out.stdout
+    )
+    assert summary and int(summary[1]) >= 3, out.stdout
+    if out.returncode == 2:
+        assert int(summary[2]) == int(summary[1]) and "DIFFERS" not in out.stdout
+        assert "config/config.yaml writes it: snakemake --cores 2" in out.stdout, out.stdout
+
+
+def expect_paper_help(out):
+    assert out.returncode == 0, out.stderr
+    assert "--paper" in out.stdout and "paper's Table 1" in " ".join(out.stdout.split())
 
 
 EXPECTED = {
-    "reproduce everything (the embedded default)": expect_everything,
+    "run the default: the arithmetic testbed on CPU (not the paper's runs)": expect_everything,
     "run a bigger config (the testbed's full Table 1, the study)": expect_full_table,
     "submit the paper's runs to a SLURM cluster": expect_cluster,
     "regenerate one table": expect_one_table,
@@ -117,7 +129,8 @@ EXPECTED = {
     "add a benchmark (then list the registry with it)": expect_benchmarks,
     "train my own model from the Hugging Face Hub (its jobs listed first)": expect_hub_model,
     "version data, models and checkpoints with DVC": expect_dvc,
-    "read the results, and check their tables against my run": expect_docs_check,
+    "check my run of the default against the tables it should give": expect_docs_check,
+    "compare a GPU run of the paper's config with the paper's Table 1": expect_paper_help,
 }
 
 

@@ -87,6 +87,32 @@ BENCHMARK_CHECKS = {
 }
 
 
+# every key of an eval config (gc2po eval) -> what it means (docs/config-reference.md shows it;
+# a test keeps these keys equal to the checks above)
+EVAL_KEYS = {
+    "task": "benchmark (each record graded by its meta.grader) or testbed (the oracle); "
+    "default benchmark",
+    "backend": "transformers, vllm or auto (vLLM where installed; default auto)",
+    "sampling": "the sampling protocol, keys below",
+    "sampling.n": "samples per problem (pass@1 is their mean)",
+    "sampling.temperature": "sampling temperature (0: greedy)",
+    "sampling.top_p": "nucleus sampling's top-p",
+    "sampling.max_new_tokens": "the longest completion, in tokens",
+    "sampling.seed": "sampling seed (default 0), also the output key's seed",
+    "sampling.stop": "strings that end a completion",
+    "n_per_benchmark": "benchmark -> n, replacing sampling.n for that benchmark",
+    "budgets": "token budgets of the budget curve (null: none)",
+    "batch_size": "prompts per generation batch (default 32)",
+    "max_grader_errors": "samples the grader may fail to grade before the evaluation fails "
+    "(default 0)",
+    "output_dir": "where <base>/<run>/seed<k>/<benchmark>.jsonl go (default results/eval)",
+    "benchmarks": "benchmark (or testbed split) -> where its data is, keys below",
+    "benchmarks.<label>.path": "a local file, relative to the config (null: the Hub)",
+    "benchmarks.<label>.limit": "a seeded subset of this many records (null: all)",
+    "benchmarks.<label>.seed": "seed of the subset drawn by limit (default 0)",
+}
+
+
 def _check(mapping: dict, checks: dict, where: str):
     unknown = sorted(set(mapping) - set(checks))
     if unknown:

@@ -22,6 +22,28 @@ ROLES = ("reference", "paper", "corrected", "ablation", "control", "baseline")
 # a method that owns its reward trains with [outcome, its reward] (gc2po.training.rewards
 # .reward_functions): the outcome logged beside it, not trained on
 OWN_REWARD_WEIGHTS = [0.0, 1.0]
+# the trainer fields of the counterfactual signal: R_cf's terms and perturbations, its weight and
+# its normalisation, the signal a form reads. Only a method that computes a per-episode signal
+# (``needs_cf``) reads them; set for another one, they change nothing (the workflow warns)
+COUNTERFACTUAL_FIELDS = (
+    "lambda_cf",
+    "lambda_exp",
+    "lambda_sta",
+    "cf_tau",
+    "cf_eps_u",
+    "num_perturbations",
+    "perturbation",
+    "perturbation_p",
+    "perturbation_sigma",
+    "perturbation_alpha",
+    "answer_space",
+    "answer_topk",
+    "cf_state",
+    "cf_std_floor",
+    "cf_z_clip",
+    "cf_signal",
+    "cf_signal_rho",
+)
 
 
 @dataclass
@@ -135,6 +157,11 @@ class Method:
                     f"{key}={settings[key]!r} conflicts with method {self.name!r}, which "
                     f"fixes {key}={value!r} (part of its definition); remove {key}"
                 )
+
+    def unread(self, settings) -> list[str]:
+        """The keys of ``settings`` (trainer fields) this method never reads: the counterfactual
+        signal's, for a method that computes none."""
+        return [] if self.needs_cf else [key for key in settings if key in COUNTERFACTUAL_FIELDS]
 
     def max_episodes(self, config) -> int:
         """Episodes per completion before later ones merge: the method's own ``max_episodes``

@@ -14,10 +14,15 @@ numbers are byte-identical only between equal fingerprints (docs/evaluation.md),
 the results were made on another machine only the tables' shape (rows, columns and the first
 column's labels) is compared, and the report says so.
 
-Command line: ``python -m gc2po.reporting.docs_check docs/results.md [--root DIR ...]``
+A bound file that is not there is reported as MISSING (not as a difference), with the config
+that writes it: the files of ``config/`` whose ``name`` is the ``<name>`` of
+``results/<name>/`` (:func:`makers`), and the command that runs the first of them.
+
+Command line: ``python -m gc2po.reporting.docs_check docs/testbed.md [--root DIR ...]``
 (``--root``: a folder the ``results/`` paths are relative to, the first holding the file wins;
-default the current folder); it prints one line per bound table and exits 1 on any difference
-or missing file.
+default the current folder); it prints a line per difference and per missing file, then one
+summary line per page, and exits 1 on any difference, 2 when nothing differs but a bound file is
+missing (nothing to compare), 0 when every bound table equals its file.
 """
 
 from __future__ import annotations
@@ -141,45 +146,153 @@ def shape(rows) -> tuple:
     return tuple(len(row) for row in rows), tuple(row[0] for row in rows)
 
 
-def check_table(page: str, table: BoundTable, roots: list[Path]) -> tuple[str | None, str | None]:
-    """(what differs or None, a note or None) for one bound table against its results file,
-    looked for under each of ``roots`` in turn."""
+@dataclass(frozen=True)
+class Maker:
+    """A config file that writes ``results/<name>/``, the command that runs it, and whether it
+    is complete (runs alone) or an overlay on the default."""
+
+    file: str
+    command: str
+    complete: bool
+
+
+# the workflow's schema, read as data: a file setting all its required keys is a complete config;
+# one that does not is an overlay, run after config/config.yaml
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "workflow" / "config.schema.yaml"
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def config_root(page: Path) -> Path:
+    """The checkout a page belongs to: the nearest folder above it holding the default config
+    (else the current folder)."""
+    for folder in page.resolve().parents:
+        if (folder / DEFAULT_CONFIG).is_file():
+            return folder
+    return Path(".")
+
+
+def declared_tables(config: dict) -> set[str]:
+    """The tables a config's ``report`` section names (so that, of several configs sharing a
+    results folder, the one that writes a family's table is named for it): ``family_<name>``
+    and ``candidates_<name>`` per family, ``<a>_vs_<b>`` per comparison,
+    ``dose_response_<method>_<key>`` per dose-response."""
+    report = config.get("report") if isinstance(config.get("report"), dict) else {}
+    names = set()
+    for family in report.get("families") or []:
+        names |= {f"family_{family.get('name')}", f"candidates_{family.get('name')}"}
+    for pair in report.get("comparisons") or []:
+        names.add("_vs_".join(map(str, pair)))
+    for dose in report.get("dose_response") or []:
+        names.add(f"dose_response_{dose.get('method')}_{dose.get('key')}")
+    return names
+
+
+def makers(results_file: str, root: Path) -> list[Maker]:
+    """The config files under ``root/config`` that write ``results_file``
+    (``results/<name>/tables/<table>.md``): those whose ``name`` is ``<name>``, narrowed to the
+    ones whose report names ``<table>`` where any does; the default first, then the complete
+    configs, then the overlays. Each comes with the command that runs it from ``root``."""
+    import yaml
+
+    name, table = results_file.split("/")[1], Path(results_file).stem
+    required = set(yaml.safe_load(SCHEMA_FILE.read_text())["required"])
+    found, declaring = [], []
+    for path in sorted((root / "config").glob("**/*.yaml")):
+        try:
+            config = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError):
+            continue  # not a workflow config (an accelerate file) or unreadable: not a maker
+        if not isinstance(config, dict) or config.get("name") != name:
+            continue
+        file = path.relative_to(root).as_posix()
+        complete = required <= set(config)
+        if file == DEFAULT_CONFIG:
+            command = "snakemake --cores 2"
+        elif complete:
+            command = f"snakemake --cores 2 --configfile {file}"
+        else:
+            command = f"snakemake --cores 2 --configfile {DEFAULT_CONFIG} {file}"
+        found.append(Maker(file, command, complete))
+        if table in declared_tables(config):
+            declaring.append(found[-1])
+    return sorted(declaring or found, key=lambda m: (m.file != DEFAULT_CONFIG, not m.complete))
+
+
+def missing_line(where: str, results_file: str, roots: list[Path], config_root: Path) -> str:
+    """Where a missing results file was looked for, and which config writes it."""
+    found = makers(results_file, config_root)
+    under = ", ".join(map(str, roots))
+    if not found:
+        name = results_file.split("/")[1]
+        return f"{where}: not under {under}; no file of {config_root / 'config'} has name: {name}"
+    others = [maker.file for maker in found[1:]]
+    also = f" (or {', '.join(others)})" if others else ""
+    return f"{where}: not under {under}; {found[0].file} writes it{also}: {found[0].command}"
+
+
+@dataclass(frozen=True)
+class PageCheck:
+    """One page's bound tables, the differences found, the bound files that are missing, and
+    notes (tables compared by shape only)."""
+
+    tables: list[BoundTable]
+    differences: list[str]
+    missing: list[str]
+    notes: list[str]
+
+
+def check_table(
+    page: str, table: BoundTable, roots: list[Path], configs: Path = Path(".")
+) -> tuple[str, str | None, str | None]:
+    """(kind, what or None, a note or None) for one bound table against its results file,
+    looked for under each of ``roots`` in turn; kind is ``equal``, ``differs`` or ``missing``
+    (``configs``: the checkout whose config/ names the run that makes a missing file)."""
     where = f"{page}:{table.line}: {table.results_file}" + (
         f"#{table.index}" if table.index != 1 else ""
     )
     path = next((r / table.results_file for r in roots if (r / table.results_file).exists()), None)
     if path is None:
-        return f"{where}: no such file under {', '.join(map(str, roots))}", None
+        return "missing", missing_line(where, table.results_file, roots, configs), None
     try:
         expected = file_rows(path, table.index)
     except ValueError as err:
-        return f"{where}: {err}", None
+        return "differs", f"{where}: {err}", None
     made_on = results_machine(path.parents[1])
     if table.machine is not None and made_on is not None and made_on != table.machine:
         note = f"{where}: made on machine {made_on}, the page pins {table.machine}: shape only"
         if shape(expected) != shape(table.rows):
-            return f"{where}: another machine's results, and the rows or columns differ", note
-        return None, note
+            return (
+                "differs",
+                f"{where}: another machine's results, and the rows or columns differ",
+                note,
+            )
+        return "equal", None, note
     for number, (mine, theirs) in enumerate(zip(table.rows, expected), 1):
         if mine != theirs:
-            return f"{where}: row {number} is {' | '.join(mine)!r}, the file has " + repr(
-                " | ".join(theirs)
-            ), None
+            return (
+                "differs",
+                f"{where}: row {number} is {' | '.join(mine)!r}, the file has "
+                + repr(" | ".join(theirs)),
+                None,
+            )
     if len(table.rows) != len(expected):
-        return f"{where}: {len(table.rows)} rows, the file has {len(expected)}", None
-    return None, None
+        return "differs", f"{where}: {len(table.rows)} rows, the file has {len(expected)}", None
+    return "equal", None, None
 
 
-def check_page(
-    page: Path, root: Path | list[Path]
-) -> tuple[list[BoundTable], list[str], list[str]]:
-    """(bound tables, differences, notes) of one page against the results under ``root`` (one
-    folder or several, searched in order)."""
+def check_page(page: Path, root: Path | list[Path]) -> PageCheck:
+    """One page against the results under ``root`` (one folder or several, searched in
+    order)."""
     roots = root if isinstance(root, list) else [root]
     tables = bound_tables(page.read_text())
-    checked = [check_table(str(page), table, roots) for table in tables]
-    differences = [problem for problem, _ in checked if problem]
-    return tables, differences, [note for _, note in checked if note]
+    configs = config_root(page)
+    checked = [check_table(str(page), table, roots, configs) for table in tables]
+    return PageCheck(
+        tables,
+        differences=[what for kind, what, _ in checked if kind == "differs"],
+        missing=[what for kind, what, _ in checked if kind == "missing"],
+        notes=[note for _, _, note in checked if note],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,16 +302,24 @@ def main(argv: list[str] | None = None) -> int:
         "--root", type=Path, action="append", help="where results/ lies (repeatable; default .)"
     )
     args = parser.parse_args(argv)
-    failed = False
+    differs = missing = False
     for page in args.pages:
-        tables, differences, notes = check_page(page, args.root or [Path(".")])
-        for line in notes:
+        if not page.is_file():
+            parser.error(f"{page}: no such page")
+        found = check_page(page, args.root or [Path(".")])
+        for line in found.notes:
             print(f"note: {line}")
-        for line in differences:
+        for line in found.differences:
             print(f"DIFFERS: {line}")
-        print(f"{page}: {len(tables)} bound tables, {len(differences)} differ")
-        failed |= bool(differences)
-    return 1 if failed else 0
+        for line in found.missing:
+            print(f"MISSING: {line}")
+        print(
+            f"{page}: {len(found.tables)} bound tables, {len(found.differences)} differ, "
+            f"{len(found.missing)} missing"
+        )
+        differs |= bool(found.differences)
+        missing |= bool(found.missing)
+    return 1 if differs else 2 if missing else 0
 
 
 if __name__ == "__main__":

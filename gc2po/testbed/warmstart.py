@@ -30,33 +30,51 @@ LOG_EVERY = 50  # steps between logged mean losses
 BUCKET_BATCHES = 16  # batches per length-sorted chunk (length_buckets)
 
 
+def _field(default, meaning: str):
+    """A settings field with its meaning (``metadata["help"]``, as transformers' fields)."""
+    return dataclasses.field(default=default, metadata={"help": meaning})
+
+
 @dataclass
 class WarmStartConfig:
-    vocab_size: int = 400
-    architecture: str = "llama"
-    hidden_size: int = 128
-    num_layers: int = 3
-    num_heads: int = 4
-    slip_frac: float = 0.2  # solutions with one arithmetic slip (near misses)
-    shortcut_frac: float = 0.1  # solutions with wrong steps but the right answer (lucky guesses)
-    copy_frac: float = (
-        0.0  # problems with a cue whose solution copies the bet (the spurious shortcut)
+    """The warm start's settings (``testbed.warm_start`` in a workflow config); each field's
+    ``help`` is its row in docs/config-reference.md."""
+
+    vocab_size: int = _field(400, "tokenizer vocabulary size")
+    architecture: str = _field("llama", "the transformers architecture of the model")
+    hidden_size: int = _field(128, "model width")
+    num_layers: int = _field(3, "transformer layers")
+    num_heads: int = _field(4, "attention heads")
+    slip_frac: float = _field(0.2, "SFT targets with one arithmetic slip (near misses)")
+    shortcut_frac: float = _field(
+        0.1, "SFT targets with wrong steps but the right answer (lucky guesses)"
     )
-    # how a copy target is written: "bet" (<episode_1>bet=G</episode_1>, no equation) or
-    # "equation" (the first step with the bet as its result: a copy a format check cannot see)
-    copy_form: str = "bet"
-    epochs: float = 8.0  # step budget = int(epochs * ceil(examples / batch_size))
-    batch_size: int = 32
-    lr: float = 3e-3
-    warmup_frac: float = 0.05
-    weight_decay: float = 0.01
-    num_threads: int = 2  # torch CPU threads: part of the result (float sums depend on the split)
+    copy_frac: float = _field(
+        0.0, "SFT targets of cued problems that copy the bet (the spurious shortcut RL can learn)"
+    )
+    copy_form: str = _field(
+        "bet",
+        "how a copy target is written: bet (<episode_1>bet=G</episode_1>, no equation) or "
+        "equation (the first step with the bet as its result: a copy a format check cannot see)",
+    )
+    epochs: float = _field(
+        8.0, "the step budget: int(epochs x ceil(examples / batch_size)) steps, no clock"
+    )
+    batch_size: int = _field(32, "SFT batch size")
+    lr: float = _field(3e-3, "SFT learning rate")
+    warmup_frac: float = _field(0.05, "share of the steps spent warming the learning rate up")
+    weight_decay: float = _field(0.01, "AdamW weight decay")
+    num_threads: int = _field(
+        2, "torch CPU threads: part of the result (float sums depend on the thread split)"
+    )
     # batches of similar lengths (length_buckets): each epoch's shuffled examples are cut into
     # chunks of BUCKET_BATCHES batches and sorted by length within a chunk, the epoch's batches
     # then shuffled. The same examples per epoch, about a third fewer padded tokens per step
     # (docs/measurements.md, "Testbed warm start"); false keeps the Trainer's random batches
-    length_buckets: bool = False
-    seed: int = 0
+    length_buckets: bool = _field(
+        False, "batches of similar lengths (the same examples per epoch, fewer padded tokens)"
+    )
+    seed: int = _field(0, "the model's initialisation and the data order")
 
     @classmethod
     def from_mapping(cls, values: dict, where: str = "warm_start") -> WarmStartConfig:

@@ -23,19 +23,23 @@ from gc2po.layout import RunDir
 
 FIELDS_FILE = Path(__file__).with_name("config_fields.json")  # field -> allowed simple types
 
+# every key of a run config (gc2po train) -> what it means (docs/config-reference.md shows it)
 RUN_KEYS = {
-    "model",
-    "train_data",
-    "task",
-    "output_dir",
-    "method",
-    "seed",
-    "precision",
-    "resume",
-    "overwrite",
-    "trainer",
-    "max_train_examples",
-    "memory_plan",  # the workflow's note: the plan says the job does not fit, trained anyway
+    "model": "path or Hub id of the policy (also the reference model); required",
+    "train_data": "normalised JSONL (id, source, question, answer, meta); required",
+    "task": "testbed or benchmark (gc2po.data.tasks): the prompt style and outcome reward; "
+    "default benchmark (each record's meta.answer_format and meta.grader)",
+    "output_dir": "where checkpoints, the final model and metrics.jsonl go; required",
+    "method": "a name of gc2po.methods.METHODS (default gc2po)",
+    "seed": "the training seed (default 0)",
+    "precision": "bf16-mixed, bf16 or fp32 (default bf16-mixed on GPU, fp32 on CPU)",
+    "resume": "continue from the last checkpoint of the same run config (default false)",
+    "overwrite": "start over in a used output_dir, deleting its checkpoints (default false)",
+    "trainer": "GC2POConfig fields (the trainer keys below)",
+    "max_train_examples": "train on the first N problems only (default all)",
+    # the workflow's note: the plan says the job does not fit, trained anyway
+    "memory_plan": "set by the workflow for a job its memory plan says will not fit, trained "
+    "because train.ignore_memory_plan is set: logged",
 }
 
 # TRL's defaults changed across releases and some are traps (bf16 on, gradient checkpointing on,
@@ -170,7 +174,7 @@ def checked_trainer(run: dict) -> dict:
     ``config_fields.json``, kept equal to ``GC2POConfig`` by a test). Returns the trainer
     settings with their values typed (an int given for a float becomes a float). Raises
     ValueError naming the key."""
-    unknown = sorted(set(run) - RUN_KEYS)
+    unknown = sorted(set(run) - set(RUN_KEYS))
     if unknown:
         raise ValueError(
             f"run config: unknown key(s) {unknown}{did_you_mean(unknown[0], RUN_KEYS)}; "

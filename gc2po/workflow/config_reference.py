@@ -5,10 +5,14 @@ trainer's config class, so that a key added later is documented where users look
     python -m gc2po.workflow.config_reference --check  # exit 1 when the page is stale
 
 Workflow keys come from ``config.schema.yaml`` (each key's ``description`` and, where the code has
-one, ``default``); trainer keys from ``GC2POConfig`` (the fields it adds to TRL's ``GRPOConfig``,
-with their ``help``) and ``gc2po.training.run_config`` (the TRL defaults every run changes, and
-the keys set from the run config). ``tests/workflow/test_config_reference.py`` fails when a key
-has no description or the committed page differs from what this writes.
+one, ``default``), the warm start's from ``WarmStartConfig``'s fields; trainer keys from
+``GC2POConfig`` (the fields it adds to TRL's ``GRPOConfig``, with their ``help``), from
+``gc2po.training.run_config`` (the TRL defaults every run changes, and the keys set from the run
+config) and from TRL's own ``help`` for every other TRL field a shipped config sets (the files of
+``config/`` and ``config/examples/``); the keys of ``gc2po train`` and ``gc2po eval`` configs
+from ``RUN_KEYS`` and ``EVAL_KEYS``. ``tests/workflow/test_config_reference.py`` fails when a key
+has no description, when a shipped config sets a key the page has no row for, or when the
+committed page differs from what this writes.
 """
 
 from __future__ import annotations
@@ -16,14 +20,32 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from gc2po.workflow.config_schema import SCHEMA, load_schema
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "config-reference.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "config-reference.md"
 COMMAND = "python -m gc2po.workflow.config_reference"
-TRL_REFERENCE = "https://huggingface.co/docs/trl/main/en/grpo_trainer#trl.GRPOConfig"
+# the config files users edit: workflow configs, run configs (gc2po train), eval configs (gc2po
+# eval); config/accelerate/ holds accelerate's and DeepSpeed's own formats
+SHIPPED = ("config/*.yaml", "config/examples/*.yaml")
+# the workflow keys whose values are GC2POConfig fields, and the warm start's fields
+TRAINER_PATHS = ("train.trainer", "train.per_method.<label>", "variants.<label>.trainer")
+WARM_START_PATH = "testbed.warm_start"
+
+
+def trl_version() -> str:
+    """The installed TRL's version (the pin of pyproject.toml where the package is installed)."""
+    return metadata.version("trl")
+
+
+def trl_reference() -> str:
+    """TRL's GRPOConfig reference at the installed release, not at its moving main branch."""
+    return f"https://huggingface.co/docs/trl/v{trl_version()}/en/grpo_trainer#trl.GRPOConfig"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,17 +148,141 @@ def workflow_tables(schema: dict) -> list[str]:
     for top in schema.get("properties", {}):
         nested = [k for k in keys if k.path.startswith((f"{top}.", f"{top}["))]
         if nested:
-            lines += ["", f"### `{top}`", "", *header, *map(row, nested)]
+            rows = [row(k) for k in nested]
+            if top == WARM_START_PATH.split(".")[0]:
+                at = next(i for i, k in enumerate(nested) if k.path == WARM_START_PATH)
+                rows[at + 1 : at + 1] = warm_start_rows()
+            lines += ["", f"### `{top}`", "", *header, *rows]
     return lines
+
+
+def warm_start_rows() -> list[str]:
+    """A row per ``WarmStartConfig`` field, under ``testbed.warm_start``."""
+    from gc2po.testbed.warmstart import WarmStartConfig
+
+    return [
+        f"| `{WARM_START_PATH}.{field.name}` | {type(field.default).__name__} | "
+        f"{_value(field.default)} | {_cell(field.metadata.get('help', ''))} |"
+        for field in dataclasses.fields(WarmStartConfig)
+    ]
+
+
+# --- the keys the shipped configs set ----------------------------------------------------------
+
+
+def config_kind(config: dict) -> str:
+    """``run`` (a ``gc2po train`` config), ``eval`` (a ``gc2po eval`` config) or ``workflow``."""
+    if "train_data" in config and "model" in config:
+        return "run"
+    if isinstance(config.get("benchmarks"), dict):
+        return "eval"
+    return "workflow"
+
+
+def shipped_configs(root: Path = ROOT) -> list[tuple[str, dict]]:
+    """(file relative to ``root``, its mapping) of every shipped config file."""
+    import yaml
+
+    files = sorted({path for pattern in SHIPPED for path in root.glob(pattern)})
+    return [(path.relative_to(root).as_posix(), yaml.safe_load(path.read_text())) for path in files]
+
+
+def _join(path: str, key) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def workflow_config_keys(config: dict, schema: dict) -> list[tuple[str, str | None]]:
+    """(a key the config sets, as written with its labels; the reference row that documents it,
+    or None) for every key of a workflow config. Rows: a schema path (``base_models.<label>.
+    source``), ``trainer:<field>`` for a trainer section's key, ``testbed.warm_start.<field>``.
+    A mapping's own labels (a base model's name, a sweep's key) are values, not keys."""
+    found: list[tuple[str, str | None]] = []
+
+    def walk(value, node: dict, shown: str, row: str) -> None:
+        if row in TRAINER_PATHS or row == WARM_START_PATH:
+            prefix = "trainer:" if row in TRAINER_PATHS else f"{WARM_START_PATH}."
+            found.extend((_join(shown, key), f"{prefix}{key}") for key in value or {})
+            return
+        if isinstance(value, list):
+            items = node.get("items")
+            if isinstance(items, dict) and items.get("properties"):
+                for index, item in enumerate(value):
+                    walk(item, items, f"{shown}[{index}]", f"{row}[]")
+            return
+        if not isinstance(value, dict):
+            return
+        properties, extra = node.get("properties", {}), node.get("additionalProperties")
+        for key, child in value.items():
+            if key in properties:
+                found.append((_join(shown, key), _join(row, key)))
+                walk(child, properties[key], _join(shown, key), _join(row, key))
+            elif isinstance(extra, dict) and extra:
+                walk(child, extra, _join(shown, key), _join(row, "<label>"))
+            else:
+                found.append((_join(shown, key), None))
+
+    walk(config, schema, "", "")
+    return found
+
+
+def file_keys(config: dict, schema: dict) -> list[tuple[str, str | None]]:
+    """(key as written, its reference row or None) of any shipped config: run configs' rows are
+    ``run:<key>`` (their trainer's ``trainer:<field>``), eval configs' ``eval:<dotted key>``."""
+    kind = config_kind(config)
+    if kind == "workflow":
+        return workflow_config_keys(config, schema)
+    found = []
+    for key, value in config.items():
+        if kind == "run" and key == "trainer":
+            found.append((key, "run:trainer"))
+            found += [(f"trainer.{field}", f"trainer:{field}") for field in value or {}]
+        elif kind == "eval" and key == "benchmarks":
+            found.append((key, "eval:benchmarks"))
+            for label, spec in (value or {}).items():
+                found += [(f"benchmarks.{label}.{k}", f"eval:benchmarks.<label>.{k}") for k in spec]
+        elif kind == "eval" and key == "sampling":
+            found.append((key, "eval:sampling"))
+            found += [(f"sampling.{k}", f"eval:sampling.{k}") for k in value or {}]
+        else:
+            found.append((key, f"{kind}:{key}"))
+    return found
+
+
+def shipped_trainer_keys(schema: dict, root: Path = ROOT) -> dict[str, list[str]]:
+    """Trainer field -> the shipped config files that set it."""
+    found: dict[str, list[str]] = {}
+    for file, config in shipped_configs(root):
+        for _, row in file_keys(config, schema):
+            if row and row.startswith("trainer:"):
+                files = found.setdefault(row.removeprefix("trainer:"), [])
+                files += [file] if file not in files else []
+    return found
+
+
+def first_sentences(text: str, at_least: int = 30) -> str:
+    """The first sentence of a help text, the second too when the first is shorter than
+    ``at_least`` characters ("Epsilon value for clipping." says little alone); argparse's
+    escaped ``%%`` unescaped."""
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(text.replace("%%", "%").split()))
+    kept = sentences[0]
+    if len(kept) < at_least and len(sentences) > 1:
+        kept += " " + sentences[1]
+    return kept
 
 
 def _type_words(types: list[str]) -> str:
     return " or ".join("None" if t == "null" else t for t in types)
 
 
-def trainer_tables() -> list[str]:
-    """The fields GC2POConfig adds (type, default, help), the TRL defaults every run changes and
-    the keys set from the run config."""
+def _trl_default(field: dataclasses.Field):
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    return field.default_factory()  # a mutable default (a list, a dict)
+
+
+def trl_rows(schema: dict) -> list[str]:
+    """A row per TRL field gc2po sets by default or a shipped config sets: type, gc2po's default
+    (``TRAINER_DEFAULTS``, else TRL's), TRL's default and TRL's help, shortened."""
     from trl import GRPOConfig
 
     from gc2po.training.config import GC2POConfig
@@ -144,6 +290,34 @@ def trainer_tables() -> list[str]:
 
     types = json.loads(FIELDS_FILE.read_text())
     trl_fields = {f.name: f for f in dataclasses.fields(GRPOConfig)}
+    added = {f.name for f in dataclasses.fields(GC2POConfig)} - set(trl_fields)
+    shipped = [
+        key
+        for key in shipped_trainer_keys(schema)
+        if key in trl_fields and key not in added and key not in DERIVED_KEYS
+    ]
+    rows = []
+    for name in sorted(set(TRAINER_DEFAULTS) | set(shipped)):
+        trl_default = _trl_default(trl_fields[name])
+        ours = _value(TRAINER_DEFAULTS[name]) if name in TRAINER_DEFAULTS else "TRL's"
+        meaning = first_sentences(trl_fields[name].metadata.get("help", ""))
+        rows.append(
+            f"| `{name}` | {_type_words(types[name])} | {ours} | {_value(trl_default)} | "
+            f"{_cell(meaning)} |"
+        )
+    return rows
+
+
+def trainer_tables(schema: dict) -> list[str]:
+    """The fields GC2POConfig adds (type, default, help), the TRL fields gc2po or a shipped
+    config sets, and the keys set from the run config."""
+    from trl import GRPOConfig
+
+    from gc2po.training.config import GC2POConfig
+    from gc2po.training.run_config import DERIVED_KEYS, FIELDS_FILE
+
+    types = json.loads(FIELDS_FILE.read_text())
+    trl_fields = {f.name for f in dataclasses.fields(GRPOConfig)}
     lines = [
         "### Fields GC2POConfig adds",
         "",
@@ -159,22 +333,18 @@ def trainer_tables() -> list[str]:
         )
     lines += [
         "",
-        "### TRL fields every gc2po run sets",
+        "### TRL fields gc2po or a shipped config sets",
         "",
-        "`gc2po.training.run_config.TRAINER_DEFAULTS`: TRL's defaults changed across releases and",
-        "some are traps (gradient checkpointing on, beta 0), so every run sets these, whether or",
-        "not the value differs from TRL's; a method may fix some of them (`gc2po methods` lists",
-        "what each fixes).",
+        "Every TRL field whose default gc2po changes (`TRAINER_DEFAULTS` of",
+        "`gc2po.training.run_config`: TRL's defaults changed across releases and some are traps,",
+        "so every run sets them; a method may fix some, `gc2po methods` lists which) and every",
+        "other TRL field a file of `config/` or `config/examples/` sets. *gc2po default*: what a",
+        "run gets when no config sets the key; the meaning: the start of TRL's help",
+        f"([GRPOConfig at TRL {trl_version()}]({trl_reference()}) has it whole).",
         "",
-        "| key | type | gc2po default | TRL's default |",
-        "|---|---|---|---|",
-    ]
-    for name, value in TRAINER_DEFAULTS.items():
-        trl_default = trl_fields[name].default
-        lines.append(
-            f"| `{name}` | {_type_words(types[name])} | {_value(value)} | {_value(trl_default)} |"
-        )
-    lines += [
+        f"| key | type | gc2po default | TRL {trl_version()} default | meaning |",
+        "|---|---|---|---|---|",
+        *trl_rows(schema),
         "",
         "### Keys set from the run config, never in the trainer section",
         "",
@@ -185,6 +355,32 @@ def trainer_tables() -> list[str]:
     return lines
 
 
+def command_config_tables() -> list[str]:
+    """The keys of a ``gc2po train`` run config and of a ``gc2po eval`` config."""
+    from gc2po.evaluation.cli_eval import EVAL_KEYS
+    from gc2po.training.run_config import RUN_KEYS
+
+    return [
+        "## Run configs (`gc2po train --config`)",
+        "",
+        "A run config trains one model outside the workflow (`config/examples/run_*.yaml`); the",
+        "workflow writes one per training job",
+        "(`results/<name>/runs/<base>/<run>/seed<k>/run.yaml`).",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+        *(f"| `{key}` | {_cell(meaning)} |" for key, meaning in RUN_KEYS.items()),
+        "",
+        "## Eval configs (`gc2po eval --config`)",
+        "",
+        "An eval config evaluates one model outside the workflow (`config/examples/eval_*.yaml`).",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+        *(f"| `{key}` | {_cell(meaning)} |" for key, meaning in EVAL_KEYS.items()),
+    ]
+
+
 def render() -> str:
     """The whole page (a pure function of the schema, GC2POConfig and the pinned TRL)."""
     schema = load_schema(SCHEMA)
@@ -193,8 +389,9 @@ def render() -> str:
         "",
         f"Generated by `{COMMAND}` from `gc2po/workflow/config.schema.yaml` and",
         "`gc2po/training/config.py`; do not edit by hand (a test compares this page with the",
-        "generator's output). How configs are layered and what each file in `config/` is:",
-        "[config/README.md](../config/README.md).",
+        "generator's output; another fails when a file of `config/` or `config/examples/` sets a",
+        "key this page has no row for). How configs are layered and what each file in `config/`",
+        "is: [config/README.md](../config/README.md).",
         "",
         "A *default* is what the workflow uses when the key is absent; *required* keys have none.",
         "`<label>` stands for a name you choose (a base model, a dataset key, a run label).",
@@ -208,10 +405,12 @@ def render() -> str:
         "`train.trainer`, `train.per_method.<method>` and `variants.<label>.trainer` take them.",
         "",
         "Every field of `GC2POConfig`: TRL's `GRPOConfig` (see TRL's",
-        f"[GRPOConfig reference]({TRL_REFERENCE}) for the fields not listed here) plus the ones",
-        "below. A misspelt key fails naming the closest field.",
+        f"[GRPOConfig reference at {trl_version()}]({trl_reference()}) for the fields not listed",
+        "here) plus the ones below. A misspelt key fails naming the closest field.",
         "",
-        *trainer_tables(),
+        *trainer_tables(schema),
+        "",
+        *command_config_tables(),
         "",
     ]
     return "\n".join(lines)

@@ -10,7 +10,9 @@ benchmarks``, ``train.task``), named with the file that sets it.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -71,8 +73,15 @@ def _reason(error) -> str:
 
 
 def _setting_file(files: list[str], keys: tuple[str, ...]) -> str:
-    """The last of ``files`` that sets ``keys`` (its value is the one that counts)."""
-    found = DEFAULT_FILE
+    """The last of ``files`` that sets ``keys`` (its value is the one that counts); the
+    default's file when none does."""
+    return setting_file(files, keys) or DEFAULT_FILE
+
+
+def setting_file(files: list[str], keys: tuple[str, ...]) -> str | None:
+    """The last of ``files`` that sets ``keys`` (shown as the user typed it), None when none
+    does (the value is a default)."""
+    found = None
     for file in files:
         try:
             node = yaml.safe_load(Path(file).read_text())
@@ -83,6 +92,77 @@ def _setting_file(files: list[str], keys: tuple[str, ...]) -> str:
         if node is not None:
             found = _shown(file)
     return found
+
+
+# --- a later check's error, located in the files -----------------------------------------------
+#
+# The checks after the schema (every job's GC2POConfig, the memory plan, the report's wiring)
+# name what is wrong by a key: a dotted path (``report.comparisons``), a trainer key
+# (``trainer.reward_weights``) or a bare trainer field (``vllm_gpu_memory_utilization``), often
+# after the job it concerns. :func:`locate` puts the file that sets that key and its full path in
+# front, so that every config error names both.
+
+OLD_WHERE = re.compile(r"^config '[^']*': ")  # what the checks prefix: the config's name
+JOB = re.compile(r"^training job (?P<base>[^/\s]+)/(?P<run>[^\s:(]+): (?:run config: )?")
+TOKEN = re.compile(r"^(?P<token>[A-Za-z_][\w.<>\[\]-]*?)(?::\s|\s)")
+TRAINER_FIELDS = Path(__file__).resolve().parents[1] / "training" / "config_fields.json"
+
+
+def _trainer_keys(config: dict, field: str, run: str | None) -> tuple[str, ...]:
+    """Where a job's value of a trainer field comes from: its variant's trainer, its method's
+    ``per_method``, or the shared ``train.trainer`` (the first that sets it; the shared section
+    when none does)."""
+    variants = config.get("variants") or {}
+    per_method = config["train"].get("per_method") or {}
+    candidates = []
+    if run is not None and run in variants:
+        candidates.append(("variants", run, "trainer", field))
+        candidates.append(("train", "per_method", variants[run].get("method"), field))
+    elif run is not None:  # a method's label, or a sweep's <method>_<key>_<value>
+        methods = [m for m in per_method if run == m or run.startswith(f"{m}_")]
+        candidates += [("train", "per_method", m, field) for m in sorted(methods, key=len)[::-1]]
+    candidates.append(("train", "trainer", field))
+    for keys in candidates:
+        node = config
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            return keys
+    return ("train", "trainer", field)
+
+
+def _keys_of(token: str, config: dict, run: str | None) -> tuple[str, ...] | None:
+    """The config keys a message's first word names, or None when it names none."""
+    fields = json.loads(TRAINER_FIELDS.read_text())
+    if token.startswith("trainer.") and token[len("trainer.") :] in fields:
+        return _trainer_keys(config, token[len("trainer.") :], run)
+    if token in fields and token not in config:
+        return _trainer_keys(config, token, run)
+    keys = tuple(part for part in re.split(r"\.|\[\d+\]", token) if part)
+    return keys if keys and keys[0] in config else None
+
+
+def locate(message: str, config: dict, files: list[str]) -> str:
+    """A check's error as one line that starts with the file setting the key it names and the
+    key's full path (``my.yaml: train.trainer.vllm_gpu_memory_utilization: must be in (0, 1),
+    got 1.5``); one naming no key starts with the files given."""
+    given = " ".join(_shown(f) for f in files)
+    rest = OLD_WHERE.sub("", message, count=1)
+    job = JOB.match(rest)
+    body = rest[job.end() :] if job else rest
+    token = TOKEN.match(body)
+    keys = (
+        _keys_of(token["token"].rstrip(":"), config, job["run"] if job else None) if token else None
+    )
+    if keys is None:
+        return f"{given}: {rest}"
+    what = body[token.end() :]
+    after = f" (training job {job['base']}/{job['run']})" if job else ""
+    # a config path stays as the check wrote it (``report.dose_response[0]``); a trainer field
+    # becomes the whole path that sets it
+    written = token["token"].rstrip(":")
+    path = written if written.split(".")[0].split("[")[0] in config else ".".join(keys)
+    return f"{setting_file(files, keys) or given}: {path}: {what}{after}"
 
 
 # where the workflow writes: a file there given to --configfile is a target placed after it

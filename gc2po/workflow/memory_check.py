@@ -94,13 +94,13 @@ def job_memory(config: dict, job, gpu: float | None = None, args=None) -> JobMem
     return _CACHE[key]
 
 
-def over_plan(config: dict) -> list[JobMemory]:
-    """The planned jobs that do not fit the config's GPU, one per distinct (base, run), the
-    highest peak first."""
-    from gc2po.workflow.plan import training_jobs
-
+def over_plan(config: dict, jobs) -> list[JobMemory]:
+    """The planned jobs of ``jobs`` (the config's training jobs, ``plan.training_jobs``: the
+    caller's, so that this module and the plan, which reads its note, import each other in one
+    direction only) that do not fit the config's GPU, one per distinct (base, run), the highest
+    peak first."""
     seen, out = set(), []
-    for job in training_jobs(config):
+    for job in jobs:
         if (job.base, job.run) in seen or not planned(job):
             continue
         seen.add((job.base, job.run))
@@ -145,13 +145,13 @@ def levers(memory: JobMemory) -> str:
     return ", ".join(parts)
 
 
-def check(config: dict, where: str = "config") -> None:
-    """Refuse ``config`` when one of its training jobs does not fit its GPU (ValueError, one
-    line naming the base model, run, method, planned peak, GPU memory and the levers), unless
-    ``train.ignore_memory_plan`` is set."""
+def check(config: dict, jobs, where: str = "config") -> None:
+    """Refuse ``config`` when one of its training jobs (``jobs``) does not fit its GPU
+    (ValueError, one line naming the base model, run, method, planned peak, GPU memory and the
+    levers), unless ``train.ignore_memory_plan`` is set."""
     if ignores_plan(config):
         return
-    over = over_plan(config)
+    over = over_plan(config, jobs)
     if not over:
         return
     worst = over[0]

@@ -339,6 +339,16 @@ def mechanism_tables(config: dict, measure_splits) -> dict[str, tuple[list[str],
     return tables
 
 
+def mechanism_figures(tables: dict[str, tuple[list[str], bool]]) -> list[str]:
+    """The mechanism tables (:func:`mechanism_tables`) that hold both axes of the mechanism
+    figure (``gc2po.reporting.result_figures``: the copy share on test_id, pass@1 on
+    test_wrongbet): each gets ``figures/<table>.png``."""
+    from gc2po.reporting.result_figures import COPY_SHARE, WRONG_BET
+
+    needed = {COPY_SHARE[0], WRONG_BET[0]}
+    return [name for name, (splits, _) in tables.items() if needed <= set(splits)]
+
+
 def dose_responses(config: dict, runs: dict, measure_splits) -> dict[str, dict]:
     """``report.dose_response``: output name -> {method, key, markers}; each needs the mechanism
     measures and a run of its method that sets its key."""

@@ -137,3 +137,19 @@ def test_mrt_reads_its_own_max_episodes_and_the_others_the_configs():
     assert METHODS["mrt"].max_episodes(Config) == 3
     Config.method_settings = None
     assert METHODS["gc2po"].max_episodes(Config) == 32
+
+
+def test_the_counterfactual_fields_are_trainer_fields_only_cf_methods_read():
+    """``COUNTERFACTUAL_FIELDS`` names GC2POConfig fields (a renamed field fails here); GRPO reads
+    none of them, the paper's GC2PO all (no warning for its own settings)."""
+    import json
+
+    from gc2po.methods.base import COUNTERFACTUAL_FIELDS
+    from gc2po.training.run_config import FIELDS_FILE
+
+    fields = json.loads(FIELDS_FILE.read_text())
+    assert set(COUNTERFACTUAL_FIELDS) <= set(fields)
+    settings = {"lambda_cf": 0.5, "learning_rate": 1e-6, "cf_std_floor": 0.01}
+    assert METHODS["grpo"].unread(settings) == ["lambda_cf", "cf_std_floor"]
+    assert METHODS["gc2po"].unread(settings) == []
+    assert METHODS["mrt"].unread({"max_episodes": 4, "answer_topk": 8}) == ["answer_topk"]

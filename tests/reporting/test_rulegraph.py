@@ -1,6 +1,7 @@
-"""The report's rule graph draws every rule once (issue 26): Snakemake's own spec keeps one job
-per rule and DAG level, so evaluate and audit (base model before training, trained models after)
-were drawn twice."""
+"""The report's rule graph draws every rule once: Snakemake's own spec keeps one job per rule and
+DAG level, so evaluate and audit (base model before training, trained models after) were drawn
+twice. The docs' picture of the pipeline (docs/rulegraph.svg) is the drawing of its committed
+source, which is the default's rule graph as a fresh `snakemake --rulegraph` gives it."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from snakemake.report.rulegraph_spec import rulegraph_spec as snakemake_spec
 
+from gc2po.reporting import rulegraph as rg
 from gc2po.reporting.rulegraph import rulegraph_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,3 +153,90 @@ def test_the_installed_spec_is_what_the_html_report_draws(tmp_path):
     spec = json.loads(re.search(r"var rulegraph_spec = (.*);", html).group(1))
     nodes = next(data["values"] for data in spec["data"] if data["name"] == "node-data")
     assert [node["rule"] for node in nodes] == ["prepare", "train", "evaluate", "all"]
+
+
+# --- the pipeline's picture for the docs -------------------------------------------------------
+
+SNAKEMAKE_DOT = """digraph snakemake_dag {
+    graph[bgcolor=white, margin=0];
+	0[label = "all", color = "0.00 0.6 0.85", style="rounded"];
+	1[label = "train", color = "0.55 0.6 0.85", style="rounded"];
+	2[label = "testbed_data", color = "0.52 0.6 0.85", style="rounded"];
+	3[label = "evaluate", color = "0.23 0.6 0.85", style="rounded"];
+	4[label = "table", color = "0.49 0.6 0.85", style="rounded"];
+	5[label = "rulegraph", color = "0.49 0.6 0.85", style="rounded"];
+	4 -> 0
+	5 -> 0
+	2 -> 1
+	1 -> 3
+	2 -> 3
+	3 -> 4
+	2 -> 4
+}
+"""
+
+
+def test_snakemakes_dot_text_becomes_a_sorted_graph_without_all_and_the_pictures_rule():
+    graph = rg.parse_dot(SNAKEMAKE_DOT)
+    assert graph.rules == ("evaluate", "table", "testbed_data", "train")
+    assert graph.edges == (
+        ("evaluate", "table"),
+        ("testbed_data", "evaluate"),
+        ("testbed_data", "table"),
+        ("testbed_data", "train"),
+        ("train", "evaluate"),
+    )
+    # the same graph with its nodes numbered and its edges listed in another order
+    shuffled = SNAKEMAKE_DOT.replace("1[label", "9[label").replace("1 -> 3", "9 -> 3")
+    shuffled = shuffled.replace("2 -> 1", "2 -> 9")
+    assert rg.parse_dot(shuffled) == graph
+    assert rg.read_dot(rg.to_dot(graph)) == graph
+    with pytest.raises(ValueError, match="no rule in the dot text"):
+        rg.parse_dot("Building DAG of jobs...")
+
+
+def test_the_drawing_routes_long_edges_between_levels_and_keeps_boxes_apart():
+    graph = rg.parse_dot(SNAKEMAKE_DOT)
+    drawn = rg.layout(graph)
+    assert [[n for n in layer if isinstance(n, str)] for layer in drawn.layers] == [
+        ["testbed_data"],
+        ["train"],
+        ["evaluate"],
+        ["table"],
+    ]
+    # testbed_data -> table spans three levels: a waypoint on each of the two between, the
+    # first shared with testbed_data -> evaluate (one trunk)
+    assert drawn.chains[("testbed_data", "table")][1:-1] == [
+        ("testbed_data", 1),
+        ("testbed_data", 2),
+    ]
+    assert drawn.chains[("testbed_data", "evaluate")][1:-1] == [("testbed_data", 1)]
+    for layer in drawn.layers:
+        ordered = sorted(layer, key=drawn.x.get)
+        for left, right in zip(ordered, ordered[1:]):
+            gap = drawn.x[right] - drawn.x[left] - (drawn.width[left] + drawn.width[right]) / 2
+            assert gap >= rg.GAP_X - 1e-9, (left, right)
+    svg = rg.to_svg(graph)
+    assert svg.count("<title>") == len(graph.rules) + len(graph.edges)
+    assert all(f"<title>{rule}</title>" in svg for rule in graph.rules)
+    assert rg.to_svg(graph) == svg  # the same graph, the same bytes
+
+
+def test_the_docs_picture_is_the_drawing_of_its_committed_source():
+    source = (ROOT / "docs" / "rulegraph.dot").read_text()
+    assert (ROOT / "docs" / "rulegraph.svg").read_text() == rg.to_svg(rg.read_dot(source)), (
+        "docs/rulegraph.svg is not the drawing of docs/rulegraph.dot: run "
+        "python -m gc2po.reporting.rulegraph"
+    )
+
+
+@pytest.mark.slow
+def test_the_docs_picture_is_the_defaults_rule_graph_now():
+    """A fresh `snakemake --rulegraph` of the embedded default equals the committed source: a
+    rule added, removed or rewired fails here until the picture is drawn again."""
+    fresh = rg.parse_dot(rg.snakemake_rulegraph(ROOT / "Snakefile", ROOT, []))
+    assert rg.to_dot(fresh) == (ROOT / "docs" / "rulegraph.dot").read_text(), (
+        "docs/rulegraph.dot is not the default's rule graph: run "
+        "python -m gc2po.reporting.rulegraph"
+    )
+    assert {"train", "evaluate", "table", "mechanism_figure"} <= set(fresh.rules)

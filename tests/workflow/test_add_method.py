@@ -94,8 +94,9 @@ def test_the_overlay_without_report_main_methods_is_refused_before_any_job(
     work.mkdir()
     refused = snakemake(package_with_sign, work, overlay=bad)
     assert refused.returncode != 0
+    # named by the file that sets the key (the overlay's `methods`) and the key
     message = (
-        "config error: methods: 'sign' is trained but no table shows it: add it to "
+        f"config error: {bad}: methods: 'sign' is trained but no table shows it: add it to "
         "report.main_methods"
     )
     assert message in refused.stderr, refused.stderr[-3000:]

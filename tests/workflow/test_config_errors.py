@@ -4,6 +4,8 @@ and the fix, never a schema dump or a traceback (issue 26)."""
 from __future__ import annotations
 
 import copy
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -124,10 +126,13 @@ def test_snakemake_with_a_bad_trainer_value_fails_in_one_line(tmp_path):
     )
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
+    # named by the file that sets the key and the key's whole path, then the job it stops
     assert len(lines) == 1 and lines[0].startswith(
-        "config error: config 'testbed': training job testbed/"
+        f"config error: {tmp_path / 'my.yaml'}: train.trainer.reward_weights: method "
     ), lines
-    assert "trainer.reward_weights" in lines[0] and "weight -1.0 can give -1" in lines[0]
+    assert "weight -1.0 can give -1" in lines[0] and lines[0].endswith(
+        "(training job testbed/gc2po)"
+    )
 
 
 def test_gc2po_plan_with_an_overlay_alone_fails_in_one_line(tmp_path):
@@ -237,3 +242,142 @@ def test_a_misspelt_key_or_method_gets_a_suggestion():
         match=r"methods\[1\]: must be one of .*, got 'gc2po_ad' \(did you mean 'gc2po_add'\?\)",
     ):
         check_schema(config)
+
+
+# --- every later check's error names the file that sets the key and the key's whole path -------
+
+
+def check_with(tmp_path: Path, base: str, overlay: str) -> str:
+    """The workflow's config check (as workflow/rules/common.smk runs it) of ``base`` and an
+    overlay; the error it raises."""
+    from gc2po.workflow.config_check import checked
+
+    path = tmp_path / "my.yaml"
+    path.write_text(overlay)
+    files = [base, str(path)]
+    with pytest.raises(ValueError) as err:
+        checked(load_config(files), files, cache=tmp_path / "check.json")
+    return str(err.value)
+
+
+@pytest.mark.parametrize(
+    "base, overlay, message",
+    [
+        (  # a bare trainer field, from the memory plan (it named neither file nor key)
+            "config/paper.yaml",
+            "train:\n  trainer:\n    vllm_gpu_memory_utilization: 1.5\n",
+            "{my}: train.trainer.vllm_gpu_memory_utilization: must be in (0, 1), got 1.5",
+        ),
+        (  # one method's setting: its per_method path, and the job it stops
+            "config/config.yaml",
+            "train:\n  per_method:\n    gc2po: {answer_space: words}\n",
+            "{my}: train.per_method.gc2po.answer_space: must be one of ['topk', 'vocab'], got "
+            "'words' (training job testbed/gc2po)",
+        ),
+        (  # a report key
+            "config/config.yaml",
+            "report:\n  comparisons: [[gc2po, ppo]]\n",
+            "{my}: report.comparisons: 'ppo' (gc2po_vs_ppo) is not a run of this config",
+        ),
+        (  # a key the base config sets, made wrong by what the overlay changes: the base named
+            "config/paper.yaml",
+            "train:\n  launcher: {num_processes: 3}\n",
+            "config/paper.yaml: train.sequences_per_step: 256 sequences per optimizer step cannot "
+            "be split over 3 processes",
+        ),
+    ],
+    ids=["bare-field", "per-method", "report", "base-file"],
+)
+def test_a_later_checks_error_names_the_file_and_the_keys_path(tmp_path, base, overlay, message):
+    found = check_with(tmp_path, base, overlay)
+    assert found.startswith(message.format(my=tmp_path / "my.yaml")), found
+    assert "config '" not in found and "\n" not in found
+
+
+def test_an_error_naming_no_key_names_the_files_given():
+    from gc2po.workflow.config_schema import locate
+
+    config = load_config([])
+    message = "config 'testbed': training job testbed/grpo (base model testbed) does not fit"
+    assert locate(message, config, ["config/config.yaml", "x.yaml"]) == (
+        "config/config.yaml x.yaml: training job testbed/grpo (base model testbed) does not fit"
+    )
+    # a trainer key no file sets (a default) is shown where it would go, with the files given
+    assert locate("config 'testbed': max_grad_norm must be > 0", config, ["x.yaml"]) == (
+        "x.yaml: train.trainer.max_grad_norm: must be > 0"
+    )
+
+
+def test_a_setting_the_runs_method_never_reads_is_warned_naming_file_and_key(tmp_path):
+    from gc2po.workflow.config_check import checked
+
+    path = tmp_path / "my.yaml"
+    path.write_text(
+        "train:\n  per_method:\n    grpo: {lambda_cf: 0.5, max_grad_norm: 0.5}\n"
+        "    gc2po: {lambda_cf: 0.5}\n"
+        "variants:\n  grpo_floor: {method: grpo, trainer: {cf_std_floor: 0.01}}\n"
+        "report:\n  main_methods: [grpo, gc2po, gc2po_add, grpo_fxp, grpo_floor]\n"
+    )
+    files = ["config/config.yaml", str(path)]
+    warnings = checked(load_config(files), files, cache=tmp_path / "check.json")["warnings"]
+    assert warnings == [
+        f"{path}: train.per_method.grpo.lambda_cf: method 'grpo' computes no counterfactual "
+        "signal and never reads lambda_cf: the setting changes nothing",
+        f"{path}: variants.grpo_floor.trainer.cf_std_floor: method 'grpo' computes no "
+        "counterfactual signal and never reads cf_std_floor: the setting changes nothing",
+    ]  # GRPO reads max_grad_norm, GC2PO lambda_cf: no warning for them
+
+
+def test_snakemake_prints_the_warning_and_plans_the_run(tmp_path):
+    out = run(
+        ["snakemake", "-n", "--cores", "1", "--configfile", "config/config.yaml",
+         str(tmp_path / "my.yaml")],
+        tmp_path,
+        "train:\n  per_method:\n    grpo: {lambda_cf: 0.5}\n",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (
+        f"config warning: {tmp_path / 'my.yaml'}: train.per_method.grpo.lambda_cf: method 'grpo' "
+        "computes no counterfactual signal" in out.stderr
+    )
+
+
+# --- a target after --configfile: what Snakemake itself prints, quoted in troubleshooting ------
+
+TROUBLESHOOTING = ROOT / "docs" / "howto" / "troubleshooting.md"
+TARGET = "results/testbed/tables/table1.md"
+
+
+def target_after_configfile(work: Path) -> subprocess.CompletedProcess:
+    """`snakemake -n` with the target written after `--configfile`, in ``work``."""
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "-s", str(ROOT / "Snakefile"),
+         "--configfile", "config/config.yaml", TARGET],
+        cwd=work, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def quoted_blocks(page: Path) -> list[str]:
+    """The text of every ```text block of a page."""
+    return re.findall(r"```text\n(.*?)```", page.read_text(), flags=re.DOTALL)
+
+
+def test_a_target_after_configfile_prints_what_troubleshooting_quotes(tmp_path):
+    """Snakemake reads the config files before the workflow, so neither case reaches the
+    project's code; the page quotes both as they are: a missing target's traceback (its last
+    line) and an existing Markdown table's YAML error."""
+    work = tmp_path / "wf"
+    shutil.copytree(ROOT / "config", work / "config")
+    blocks = quoted_blocks(TROUBLESHOOTING)
+    missing = target_after_configfile(work)
+    assert missing.returncode == 1
+    printed = (missing.stdout + missing.stderr).strip().splitlines()
+    assert printed[0] == "Traceback (most recent call last):"
+    assert f"{printed[-1]}\n" in blocks, printed[-1]
+    assert printed[-1] == f"FileNotFoundError: [Errno 2] No such file or directory: '{TARGET}'"
+    table = work / TARGET
+    table.parent.mkdir(parents=True)
+    table.write_text("### Pass@1 (%)\n\n| Model | Test (ID) |\n|---|---|\n| base | 76.4 |\n")
+    exists = target_after_configfile(work)
+    assert exists.returncode == 1
+    assert (exists.stdout + exists.stderr).strip() + "\n" in blocks, exists.stdout

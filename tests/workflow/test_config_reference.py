@@ -1,6 +1,7 @@
 """docs/config-reference.md: every workflow key and every trainer key GC2POConfig adds or whose
-default a run changes, with type and default, and the page equal to what its generator writes
-(a key added later fails here until it is described and the page regenerated)."""
+default a run changes, with type and default, every key a shipped config sets (trainer keys and
+the warm start's fields included), and the page equal to what its generator writes (a key added
+later fails here until it is described and the page regenerated)."""
 
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def test_every_trainer_key_gc2po_adds_or_changes_is_listed(page):
     from gc2po.training.config import GC2POConfig
     from gc2po.training.run_config import DERIVED_KEYS, TRAINER_DEFAULTS
 
-    rows = _rows(page)
+    rows = sections(page)["Trainer keys"]
     trl = {f.name for f in dataclasses.fields(GRPOConfig)}
     added = [f for f in dataclasses.fields(GC2POConfig) if f.name not in trl]
     assert {"lambda_cf", "cf_std_floor", "method_args"} <= {f.name for f in added}
@@ -98,9 +99,102 @@ def test_every_trainer_key_gc2po_adds_or_changes_is_listed(page):
         assert default == f"`{ref.json.dumps(field.default)}`", field.name
     for name, value in TRAINER_DEFAULTS.items():
         assert name in rows, f"trainer default {name} has no row: {STALE}"
-        kind, ours, _trl = rows[name]
-        assert kind and ours == f"`{ref.json.dumps(value)}`", name
-    assert f"]({ref.TRL_REFERENCE})" in page
+        kind, ours, _trl, meaning = rows[name]
+        assert kind and ours == f"`{ref.json.dumps(value)}`" and meaning, name
+
+
+def test_the_trl_link_is_the_pinned_release_not_main(page):
+    pin = re.search(r'"trl==([\d.]+)"', (ref.ROOT / "pyproject.toml").read_text())[1]
+    assert ref.trl_version() == pin
+    link = ref.trl_reference()
+    assert f"/docs/trl/v{pin}/" in link and "/main/" not in link
+    assert f"]({link})" in page and "/docs/trl/main/" not in page
+
+
+def sections(page: str) -> dict[str, dict[str, list[str]]]:
+    """``## `` section title -> its rows (key -> the cells after it)."""
+    parts = re.split(r"^## ", page, flags=re.MULTILINE)[1:]
+    return {part.split("\n", 1)[0]: _rows(part) for part in parts}
+
+
+def unlisted(config: dict, page: str) -> list[str]:
+    """The keys a config sets that the page has no row for."""
+    found = sections(page)
+    rows = {
+        "workflow": found["Workflow keys"],
+        "trainer": found["Trainer keys"],
+        "run": found["Run configs (`gc2po train --config`)"],
+        "eval": found["Eval configs (`gc2po eval --config`)"],
+    }
+    missing = []
+    for shown, row in ref.file_keys(config, load_schema()):
+        kind, _, key = row.partition(":") if row and ":" in row else ("workflow", "", row)
+        if row is None or key not in rows[kind]:
+            missing.append(shown)
+    return missing
+
+
+def test_every_key_a_shipped_config_sets_has_a_row(page):
+    """config/*.yaml and config/examples/*.yaml: workflow keys, trainer keys (TRL's included),
+    the warm start's fields, and the keys of run and eval configs."""
+    configs = ref.shipped_configs()
+    files = {file for file, _ in configs}
+    assert {"config/paper.yaml", "config/examples/run_math.yaml"} <= files
+    assert {"config/examples/eval_gsm8k.yaml", "config/ci.yaml"} <= files
+    problems = [
+        f"{file} sets {key}: no row in docs/config-reference.md ({STALE})"
+        for file, config in configs
+        for key in unlisted(config, page)
+    ]
+    assert not problems, "\n".join(problems)
+    paper = dict(ref.file_keys(dict(configs)["config/paper.yaml"], load_schema()))
+    assert paper["train.trainer.vllm_gpu_memory_utilization"] == (
+        "trainer:vllm_gpu_memory_utilization"
+    )
+    assert paper["train.per_method.gc2po.lambda_cf"] == "trainer:lambda_cf"
+    ci = dict(ref.file_keys(dict(configs)["config/ci.yaml"], load_schema()))
+    assert ci["testbed.warm_start.hidden_size"] == "testbed.warm_start.hidden_size"
+    assert ci["report.families[0].margin"] == "report.families[].margin"
+
+
+@pytest.mark.parametrize(
+    "config, key",
+    [
+        ({"train": {"trainer": {"torch_compile": True}}}, "train.trainer.torch_compile"),
+        ({"train": {"per_method": {"grpo": {"optim": "sgd"}}}}, "train.per_method.grpo.optim"),
+        ({"testbed": {"warm_start": {"dropout": 0.1}}}, "testbed.warm_start.dropout"),
+        ({"evaluate": {"sampling": {"top_k": 5}}}, "evaluate.sampling.top_k"),
+        (
+            {"model": "m", "train_data": "d", "trainer": {"torch_compile": True}},
+            "trainer.torch_compile",
+        ),
+        ({"benchmarks": {"gsm8k": {"split": "test"}}}, "benchmarks.gsm8k.split"),
+    ],
+)
+def test_a_key_the_page_lacks_is_found(page, config, key):
+    """A TRL field no shipped config sets, an unknown warm-start field, an unknown sampling key,
+    a run config's and an eval config's: each is reported."""
+    assert unlisted(config, page) == [key]
+
+
+def test_the_warm_start_rows_are_its_fields(page):
+    from gc2po.testbed.warmstart import WarmStartConfig
+
+    rows = _rows(page)
+    for field in dataclasses.fields(WarmStartConfig):
+        kind, default, meaning = rows[f"testbed.warm_start.{field.name}"]
+        assert default == f"`{ref.json.dumps(field.default)}`" and meaning, field.name
+
+
+def test_the_eval_keys_are_the_keys_an_eval_config_is_checked_against():
+    from gc2po.evaluation import cli_eval
+
+    checked = {
+        *cli_eval.TOP_LEVEL_CHECKS,
+        *(f"sampling.{k}" for k in cli_eval.SAMPLING_CHECKS),
+        *(f"benchmarks.<label>.{k}" for k in cli_eval.BENCHMARK_CHECKS),
+    }
+    assert set(cli_eval.EVAL_KEYS) == checked
 
 
 def test_check_flag_reports_a_stale_page(tmp_path, capsys):

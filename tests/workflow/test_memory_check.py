@@ -5,6 +5,7 @@ line naming the base model, method, planned peak, GPU memory and the levers), an
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,8 +48,10 @@ def test_four_gpus_under_the_paper_config_are_refused_naming_the_7b_its_peak_and
         check(files, tmp_path)
     message = str(err.value)
     assert "\n" not in message
+    given = " ".join(os.path.relpath(f) if not os.path.relpath(f).startswith("..") else f
+                     for f in files)  # fmt: skip
     assert message.startswith(
-        f"config 'paper': training job R1-Distill-Qwen-7B/{worst['run']} (base model "
+        f"{given}: training job R1-Distill-Qwen-7B/{worst['run']} (base model "
         f"R1-Distill-Qwen-7B, method {worst['method']}) does not fit the GPU: planned peak "
         f"{worst['peak_gib']:.1f} GiB per GPU > the GPU's 79.0 GiB (train.gpu_memory_gib: 79, "
         f"the default: an 80 GB GPU) (and {len(seven_b) - 1} more runs of R1-Distill-Qwen-7B); "
@@ -147,7 +150,7 @@ def test_the_default_and_ci_configs_are_not_planned(files, monkeypatch, tmp_path
         raise AssertionError("a job was estimated")
 
     monkeypatch.setattr(memory_check, "job_memory", never)
-    memory_check.check(config)
+    memory_check.check(config, training_jobs(config))
     overridden = {**config, "train": {**config["train"], "ignore_memory_plan": True}}
     for job in training_jobs(config):
         assert job.run_config(overridden) == job.run_config(config)
@@ -180,8 +183,9 @@ def test_snakemake_refuses_the_four_gpu_paper_overlay_in_one_line_before_any_job
     )
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
+    # the message names the files (no one key: the levers are several)
     assert len(lines) == 1 and lines[0].startswith(
-        "config error: config 'paper': training job R1-Distill-Qwen-7B/"
+        f"config error: config/paper.yaml {files[1]}: training job R1-Distill-Qwen-7B/"
     ), out.stderr[-2000:]
     assert "does not fit the GPU: planned peak" in lines[0] and "79.0 GiB" in lines[0]
     assert "Job stats" not in out.stdout  # no job was planned

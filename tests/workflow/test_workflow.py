@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -262,6 +263,9 @@ def test_miniature_default_runs_end_to_end(ci_local_run):
         "tables/ablation.html",
         "report/setup.html",
         "figures/training_cost_testbed.png",
+        "figures/family_controls.png",
+        "figures/mechanism.png",
+        "figures/rulegraph.svg",
     ):
         assert entry in html, entry
     rulegraph = json.loads(re.search(r"var rulegraph_spec = (.*);", html).group(1))
@@ -306,8 +310,91 @@ def test_a_docs_table_bound_to_a_miniature_output_is_checked_row_by_row(ci_local
         )
         return path
 
-    tables, differences, notes = check_page(page(rows), work)
-    assert (len(tables), differences, notes) == (1, [], [])
+    found = check_page(page(rows), work)
+    assert (len(found.tables), found.differences, found.missing, found.notes) == (1, [], [], [])
     edited = rows[:-1] + [rows[-1].rsplit("|", 2)[0] + "| 99.9 |"]
-    _, differences, _ = check_page(page(edited), work)
+    differences = check_page(page(edited), work).differences
     assert len(differences) == 1 and f"row {len(rows) - 1} is" in differences[0]
+
+
+def readme_docs_check() -> list[str]:
+    """The docs_check command of the README's "After the run" block, as words."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("**After the run**", 1)[1].split("\n#", 1)[0]
+    return shlex.split(re.search(r"`(python -m gc2po\.reporting\.docs_check [^`]+)`", block)[1])
+
+
+@pytest.mark.slow
+def test_the_readmes_docs_check_after_the_ci_run(ci_local_run, tmp_path):
+    """The README's command checks the page of the default's tables (the page whose tables are
+    bound to the default config's results). Run after the ci miniature, whose results are under
+    another name, it reports each of them MISSING with the config that writes it, never a
+    difference; with the miniature's folder standing in for the default's, Table 1 and the
+    control's comparison have the page's shape (same methods and splits), and the mechanism table
+    differs only because the miniature also trains ablations and sweeps."""
+    from gc2po.reporting.after_run import expected_page
+    from gc2po.reporting.docs_check import bound_tables
+    from gc2po.workflow.plan import load_config
+
+    work, out = ci_local_run
+    assert out.returncode == 0, out.stderr[-5000:]
+    command = readme_docs_check()
+    assert command[:3] == ["python", "-m", "gc2po.reporting.docs_check"] and len(command) == 4
+    name = load_config(["config/config.yaml"])["name"]
+    page = ROOT / command[3]
+    assert page == expected_page(name, ROOT / "docs")
+    bound = [t.results_file for t in bound_tables(page.read_text())]
+    assert len(bound) >= 3 and all(f.startswith(f"results/{name}/") for f in bound)
+
+    def docs_check(root: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, *command[1:], "--root", str(root)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    after_ci = docs_check(work)
+    assert after_ci.returncode == 2, after_ci.stdout + after_ci.stderr
+    missing = [line for line in after_ci.stdout.splitlines() if line.startswith("MISSING: ")]
+    assert len(missing) == len(bound) and "DIFFERS" not in after_ci.stdout
+    for line, results_file in zip(missing, bound):
+        assert f": {results_file}: not under {work}; config/config.yaml writes it: " in line
+        assert line.endswith("snakemake --cores 2"), line
+    assert f"{command[3]}: {len(bound)} bound tables, 0 differ, {len(bound)} missing" in (
+        after_ci.stdout
+    )
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / name).symlink_to(work / "results" / "ci")
+    stand_in = docs_check(tmp_path)
+    differs = [line for line in stand_in.stdout.splitlines() if line.startswith("DIFFERS")]
+    assert [line.split(": ")[2] for line in differs] == [f"results/{name}/tables/mechanism.md"]
+    assert "shape only" in stand_in.stdout and "MISSING" not in stand_in.stdout
+    mechanism = (work / "results" / "ci" / "tables" / "mechanism.md").read_text()
+    assert "| + GC2PO (paper, lambda_cf = 0.5) |" in mechanism  # the rows the page has not
+
+
+@pytest.mark.slow
+def test_the_run_says_where_its_results_are_and_draws_its_figures(ci_local_run):
+    """The last lines of the ci run, its rule graph (the config's, as a fresh `snakemake
+    --rulegraph` draws it) and the figures drawn from its family and mechanism tables."""
+    from gc2po.reporting import rulegraph
+
+    work, out = ci_local_run
+    assert out.returncode == 0, out.stderr[-5000:]
+    printed = out.stdout + out.stderr
+    assert "gc2po: the results of config 'ci' are in results/ci/ (tables/, figures/)" in printed
+    assert "results/ci/tables/table1.md:\n### " in printed and "| testbed (base) |" in printed
+    assert "No page of " in printed  # no docs page shows the miniature's tables
+    figures = work / "results" / "ci" / "figures"
+    for name in ("family_controls", "mechanism", "mechanism_greedy"):
+        assert (figures / f"{name}.png").stat().st_size > 10_000, name
+    fresh = rulegraph.snakemake_rulegraph(
+        ROOT / "Snakefile", work, ["config/config.yaml", "config/ci.yaml"]
+    )
+    assert (figures / "rulegraph.dot").read_text() == rulegraph.to_dot(rulegraph.parse_dot(fresh))
+    drawn = rulegraph.read_dot((figures / "rulegraph.dot").read_text())
+    assert (figures / "rulegraph.svg").read_text() == rulegraph.to_svg(drawn)
+    assert {"family_figure", "mechanism_figure", "audit", "train"} <= set(drawn.rules)

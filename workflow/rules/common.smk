@@ -19,6 +19,8 @@ try:  # the schema (one line naming the key, not snakemake.utils.validate's sche
 except ValueError as err:
     print(f"config error: {err}", file=sys.stderr)  # the whole message: no traceback to read past
     sys.exit(1)
+for warning in CHECKED["warnings"]:  # a setting the run's method never reads: accepted, said
+    print(f"config warning: {warning}", file=sys.stderr)
 
 RUN_NAMES = CHECKED["display_names"]  # run label -> its name in tables and figures
 METHOD_FACTS = CHECKED["methods"]  # method -> its role and sweeps (gc2po.workflow.method_facts)

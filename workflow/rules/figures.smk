@@ -1,6 +1,11 @@
 # Figures (PNG + PDF) and the report's setup page, collected with captions by
 # `snakemake --report report.html` (categories: the workflow's stages).
 
+# a forest plot per pre-registered family, drawn from its table (gc2po.reporting.result_figures)
+FAMILY_FIGURES = [figure_file(OUT, family) for family in FAMILIES]
+# the pipeline's picture: this config's rule graph (docs/rulegraph.svg is the default's)
+RULEGRAPH = [f"{OUT}/figures/rulegraph.dot", f"{OUT}/figures/rulegraph.svg"]
+
 
 rule figures:
     input:
@@ -129,3 +134,47 @@ if LENGTH_RUNS:
             runtime=5,
         script:
             "../scripts/length_figure.py"
+
+
+rule family_figure:  # drawn from the family's table, so it shows the table's numbers
+    input:
+        csv=table_file(OUT, "{family}", "csv"),
+    output:
+        png=report(figure_file(OUT, "{family}"), caption="../report/family_figure.rst",
+                   category="3 Results", subcategory="Pre-registered families",
+                   labels={"figure": "{family}"}),
+    params:
+        spec=lambda wc: FAMILIES[wc.family],
+        names=RUN_NAMES,
+    wildcard_constraints:
+        family="|".join(FAMILIES) or "no_family",
+    log:
+        f"logs/{NAME}/figures/{{family}}.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/family_figure.py"
+
+
+rule rulegraph:  # runs `snakemake --rulegraph` of this config beside the running workflow
+    output:
+        dot=RULEGRAPH[0],
+        svg=report(RULEGRAPH[1], caption="../report/rulegraph.rst", category="1 Setup"),
+    params:
+        snakefile=workflow.main_snakefile,
+        configfiles=list(workflow.overwrite_configfiles),
+    log:
+        f"logs/{NAME}/figures/rulegraph.log",
+    localrule: True  # a Snakemake of its own, on the machine that runs the workflow
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/rulegraph.py"

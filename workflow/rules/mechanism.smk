@@ -14,6 +14,9 @@ MECHANISM_OUTPUTS = DECOMPOSITION_OUTPUTS + ([table_file(OUT, table, ext) for ta
                      + [path for name in DOSE_RESPONSE
                         for path in (table_file(OUT, name, "md"), table_file(OUT, name, "csv"),
                                      figure_file(OUT, name))])
+# copy share against wrong-bet pass@1 per model, for each mechanism table that holds both
+MECHANISM_FIGURES = report_plan.mechanism_figures(MECHANISM_TABLES)
+MECHANISM_OUTPUTS += [figure_file(OUT, table) for table in MECHANISM_FIGURES]
 # what the scripts need of a run: its method and own settings (a sweep's value)
 RUN_SETTINGS = {label: {"method": run.method, "trainer": run.trainer} for label, run in RUNS.items()}
 
@@ -43,6 +46,29 @@ rule mechanism:
         runtime=5,
     script:
         "../scripts/mechanism.py"
+
+
+rule mechanism_figure:  # drawn from the table, so it shows the table's numbers
+    input:
+        csv=table_file(OUT, "{figure}", "csv"),
+    output:
+        png=report(figure_file(OUT, "{figure}"), caption="../report/mechanism_figure.rst",
+                   category="4 Mechanism", subcategory="Figures", labels={"figure": "{figure}"}),
+    params:
+        names=RUN_NAMES,
+        greedy=lambda wc: MECHANISM_TABLES[wc.figure][1],
+    wildcard_constraints:
+        figure="|".join(MECHANISM_FIGURES) or "no_mechanism_figure",
+    log:
+        f"logs/{NAME}/figures/{{figure}}.log",
+    conda:
+        "../envs/gc2po.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../scripts/mechanism_figure.py"
 
 
 rule dose_response:
