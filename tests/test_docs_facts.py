@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from gc2po.methods import METHODS
-from gc2po.workflow.plan import base_models, load_config
+from gc2po.workflow.base_models import base_models
+from gc2po.workflow.config_files import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -36,6 +36,7 @@ RUN_KEYS = {
     "trainer",
     "max_train_examples",
     "memory_plan",  # the workflow's note: the plan says the job does not fit, trained anyway
+    "keep_checkpoints",  # false: the run deletes its checkpoints when it ends (final stays)
 }
 
 # TRL's defaults changed across releases and some are traps (bf16 on, gradient checkpointing on,
@@ -182,6 +183,10 @@ def checked_trainer(run: dict) -> dict:
     run_task(run)
     if not isinstance(run.get("memory_plan", ""), str):
         raise ValueError(f"run config: memory_plan must be a string, got {run['memory_plan']!r}")
+    if not isinstance(run.get("keep_checkpoints", True), bool):
+        raise ValueError(
+            f"run config: keep_checkpoints must be true or false, got {run['keep_checkpoints']!r}"
+        )
     if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
         raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
     trainer = run.get("trainer") or {}

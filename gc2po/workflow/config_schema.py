@@ -70,10 +70,11 @@ def _reason(error) -> str:
     return f"{reason}, got {_short(got)}{hint}"
 
 
-def _setting_file(files: list[str], keys: tuple[str, ...]) -> str:
-    """The last of ``files`` that sets ``keys`` (its value is the one that counts)."""
+def setting_file(files: list[str] | None, keys: tuple[str, ...]) -> str:
+    """The last of ``files`` (default: the embedded default) that sets ``keys`` (its value is the
+    one that counts), as the user would type it: named at the head of a one-line error."""
     found = DEFAULT_FILE
-    for file in files:
+    for file in files or [DEFAULT_PATH]:
         try:
             node = yaml.safe_load(Path(file).read_text())
         except (OSError, yaml.YAMLError):
@@ -113,14 +114,14 @@ def check_old_spellings(config: dict, files: list[str] | None = None) -> None:
     if isinstance(train, dict) and "task" in train:
         task = train["task"]
         new = OLD_SPELLINGS.get(task, task) if isinstance(task, str) else task
-        where = _setting_file(files, ("train", "task"))
+        where = setting_file(files, ("train", "task"))
         raise ValueError(
             f"{where}: train.task: {task!r} is now set by mode: remove train.task and "
             f"set mode: {new}"
         )
     mode = config.get("mode")
     if isinstance(mode, str) and mode in OLD_SPELLINGS:
-        check_task(mode, f"{_setting_file(files, ('mode',))}: mode")
+        check_task(mode, f"{setting_file(files, ('mode',))}: mode")
 
 
 def load_schema(schema: Path = SCHEMA) -> dict:

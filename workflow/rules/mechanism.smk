@@ -3,9 +3,9 @@
 # sweep varies (report.dose_response; gc2po.reporting.dose_response).
 
 MEASURE_SPLITS = CHECKED["measure_splits"]  # gc2po.testbed.mechanism's, memoised by the check
-MECHANISM_SPLITS = report_plan.mechanism_splits(config, MEASURE_SPLITS)
-MECHANISM_TABLES = report_plan.mechanism_tables(config, MEASURE_SPLITS)  # table -> (splits, greedy)
-DOSE_RESPONSE = report_plan.dose_responses(config, RUNS, MEASURE_SPLITS)  # name -> {method, key, markers}
+MECHANISM_SPLITS = testbed_plan.mechanism_splits(config, MEASURE_SPLITS)
+MECHANISM_TABLES = testbed_plan.mechanism_tables(config, MEASURE_SPLITS)  # table -> (splits, greedy)
+DOSE_RESPONSE = testbed_plan.dose_responses(config, RUNS, MEASURE_SPLITS)  # name -> {method, key, markers}
 MECHANISM_OUTPUTS = ([table_file(OUT, table, ext) for table in MECHANISM_TABLES for ext in ("md", "csv")]
                      + [path for name in DOSE_RESPONSE
                         for path in (table_file(OUT, name, "md"), table_file(OUT, name, "csv"),
