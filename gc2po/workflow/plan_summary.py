@@ -161,7 +161,10 @@ def print_plan(config: dict, gpu_override: float | None = None) -> None:
     with pd.option_context(
         "display.width", 250, "display.max_columns", 40, "display.max_rows", 1000
     ):
-        shown = table[[c for c in COLUMNS if c in table.columns]]
+        shown = table[[c for c in COLUMNS if c in table.columns]].copy()
+        if "zero_stage" in shown.columns:  # a stage (3), not a float (3.0), beside rows without
+            stages = ["-" if pd.isna(v) else int(v) for v in shown["zero_stage"]]
+            shown["zero_stage"] = pd.Series(stages, index=shown.index, dtype=object)
         print(shown.to_string(index=False, na_rep="-"))  # "-": no memory plan for the row
     for line in not_planned_lines(config):
         print(line)
