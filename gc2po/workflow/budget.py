@@ -18,7 +18,7 @@ from gc2po.workflow import resources as job_resources
 from gc2po.workflow.base_models import base_models
 from gc2po.workflow.plan import runs, training_jobs
 from gc2po.workflow.reasoning_plan import reasoning_settings
-from gc2po.workflow.run_length import optimizer_steps, tokens_per_step
+from gc2po.workflow.run_length import optimizer_steps, tokens_per_step, training_set_size
 
 THROUGHPUT_KEY = "train.tokens_per_gpu_second"
 
@@ -73,6 +73,24 @@ def training_budget(config: dict, rows: list[dict]) -> KindBudget:
     if capped:
         basis += f"; the runtime cap for {capped} jobs whose steps are not known"
     return KindBudget("train", jobs, res, hours, capped < jobs, basis)
+
+
+def steps_lines(config: dict, rows: list[dict]) -> list[str]:
+    """One line: each base model's optimizer steps per run and where its problem count comes
+    from (``gc2po.workflow.run_length``)."""
+    parts = []
+    for base in base_models(config):
+        steps = sorted({optimizer_steps(config, row) or 0 for row in rows if row["base"] == base})
+        if not steps:
+            continue
+        if all(row["args"].max_steps > 0 for row in rows if row["base"] == base):
+            counted = "trainer.max_steps"
+        else:
+            problems, source = training_set_size(config, base)
+            counted = f"{problems} problems, {source}" if problems is not None else source
+        known = ", ".join(str(n) for n in steps if n) or "not known"
+        parts.append(f"{base} {known} ({counted})")
+    return [f"  optimizer steps per run: {'; '.join(parts)}"]
 
 
 def over_cap(config: dict, rows: list[dict]) -> list[str]:
@@ -136,17 +154,17 @@ def _number(value: float) -> str:
 def lines(config: dict, rows: list[dict]) -> list[str]:
     """The budget ``gc2po plan`` prints: per job kind and in total, then the disk per run."""
     kinds = budgets(config, rows)
-    out = ["budget (what each job asks SLURM for; GPU-hours over all jobs of a kind):"]
+    out = ["budget (per job kind: what one job asks SLURM for x how many, their GPU-hours):"]
     width = max(len(k.kind) for k in kinds)
     for k in kinds:
         out.append(
-            f"  {k.kind:<{width}}  {k.jobs} jobs x ({k.resources.describe()}): "
+            f"  {k.kind:<{width}}  ({k.resources.describe()}) x {k.jobs}: "
             f"{_number(k.gpu_hours)} GPU-hours, {k.basis}"
         )
     total = sum(k.gpu_hours for k in kinds)
     exact = "an upper bound" if not any(k.estimate for k in kinds) else "estimates and bounds"
     out.append(
-        f"  {'total':<{width}}  {sum(k.jobs for k in kinds)} jobs: {_number(total)} GPU-hours "
+        f"  {'total':<{width}}  {sum(k.jobs for k in kinds)} of them: {_number(total)} GPU-hours "
         f"({exact}, as above)"
     )
     prompt = int(config["train"].get("max_prompt_tokens", 1024))
@@ -161,4 +179,4 @@ def lines(config: dict, rows: list[dict]) -> list[str]:
         "  training tokens per optimizer step, every sequence at full length (sequences x "
         f"(train.max_prompt_tokens + trainer.max_completion_length)): {steps}"
     )
-    return out + over_cap(config, rows)
+    return out + steps_lines(config, rows) + over_cap(config, rows)

@@ -99,8 +99,9 @@ def disk_lines(config: dict, rows: list[dict]) -> list[str]:
         disk = disks[0][1]
         out.append(
             f"  {base}: {n} runs, each up to {_number(end)} GB when it ends and "
-            f"{_number(peak)} GB while it trains (final {_number(disk.final)} GB, a checkpoint "
-            f"{_number(disk.checkpoint)} GB, {disk.kept} kept); {_number(subtotal)} GB in all"
+            f"{_number(peak)} GB while it trains (final {_number(disk.final)} GB, checkpoints of "
+            f"{_number(disk.checkpoint)} GB, {disk.kept} left at the end); "
+            f"{_number(subtotal)} GB in all"
         )
     out.append(f"  total: {_number(total)} GB left by the runs whose model has a known shape")
     return out

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAPER = str(ROOT / "config" / "paper.yaml")
 GPUS4 = str(ROOT / "config" / "examples" / "gpus4.yaml")
 CI = [str(ROOT / "config" / "config.yaml"), str(ROOT / "config" / "ci.yaml")]
-BUDGET_LINE = re.compile(r"^  (\w+) +(\d+) jobs x \((.*)\): ([\d,.]+) GPU-hours, (.*)$")
+BUDGET_LINE = re.compile(r"^  (\w+) +\((.*)\) x (\d+): ([\d,.]+) GPU-hours, (.*)$")
 
 
 def printed_budget(files: list[str], capsys) -> dict[str, tuple[int, float, str]]:
@@ -37,8 +37,8 @@ def printed_budget(files: list[str], capsys) -> dict[str, tuple[int, float, str]
     for line in out.splitlines():
         match = BUDGET_LINE.match(line)
         if match:
-            found[match[1]] = (int(match[2]), float(match[4].replace(",", "")), match[5])
-    total = re.search(r"^  total +(\d+) jobs: ([\d,.]+) GPU-hours", out, re.MULTILINE)
+            found[match[1]] = (int(match[3]), float(match[4].replace(",", "")), match[5])
+    total = re.search(r"^  total +(\d+) of them: ([\d,.]+) GPU-hours", out, re.MULTILINE)
     found["total"] = (int(total[1]), float(total[2].replace(",", "")), "")
     return found
 
@@ -154,8 +154,8 @@ def test_bytes_per_parameter_follow_the_launcher_and_precision(
 
 
 def test_keep_checkpoints_false_leaves_the_final_model_only(capsys, tmp_path):
-    drop = overlay(tmp_path, {"train": {"keep_checkpoints": False}})
-    kept, dropped = load_config([PAPER]), load_config([PAPER, drop])
+    keep = overlay(tmp_path, {"train": {"keep_checkpoints": True}})
+    kept, dropped = load_config([PAPER, keep]), load_config([PAPER])  # the paper: false
     row = next(r for r in run_summary(kept) if r["base"] == "R1-Distill-Qwen-7B")
     params = QWEN25_7B.num_params()  # R1-Distill-Qwen-7B's shape
     with_checkpoints = run_disk.run_disk(kept, row, params)
@@ -167,7 +167,7 @@ def test_keep_checkpoints_false_leaves_the_final_model_only(capsys, tmp_path):
     assert with_checkpoints.end == pytest.approx(final_only.final + 2 * final_only.checkpoint)
     assert final_only.end == pytest.approx(final_only.final)
     assert final_only.peak == with_checkpoints.peak == pytest.approx(3 * final_only.checkpoint)
-    cli.main(["plan", "--configfile", PAPER, drop])
+    cli.main(["plan", "--configfile", PAPER])
     out = capsys.readouterr().out
     assert (
         "disk per training run (train.keep_checkpoints: false: final only when a run ends):" in out
@@ -177,10 +177,12 @@ def test_keep_checkpoints_false_leaves_the_final_model_only(capsys, tmp_path):
 
 
 def test_keep_checkpoints_reaches_the_run_config_only_when_false(tmp_path):
-    config = load_config([PAPER])
-    assert "keep_checkpoints" not in training_jobs(config)[0].run_config(config)  # unchanged
-    dropped = load_config([PAPER, overlay(tmp_path, {"train": {"keep_checkpoints": False}})])
-    assert training_jobs(dropped)[0].run_config(dropped)["keep_checkpoints"] is False
+    config = load_config([PAPER])  # false: the run deletes its checkpoints when it ends
+    assert training_jobs(config)[0].run_config(config)["keep_checkpoints"] is False
+    kept = load_config([PAPER, overlay(tmp_path, {"train": {"keep_checkpoints": True}})])
+    assert "keep_checkpoints" not in training_jobs(kept)[0].run_config(kept)  # as before the key
+    default = load_config([])
+    assert "keep_checkpoints" not in training_jobs(default)[0].run_config(default)
 
 
 def test_keep_checkpoints_false_is_refused_beside_what_reads_them(tmp_path):

@@ -150,6 +150,7 @@ def test_gc2po_plan_names_a_model_without_a_shape_in_one_line(empty_cache, capsy
     status, text = _plan_output([PAPER, HUB_MODEL], capsys)
     assert status == 0, text[-2000:]
     assert NOT_PLANNED in text.splitlines()
+    assert NOT_PLANNED in (ROOT / "docs" / "howto" / "hub-model.md").read_text()  # as quoted
     assert "NaN" not in text
     rows = _rows(text, "Qwen2.5-1.5B-Instruct")
     assert len(rows) == 8 and all(row[9:] == ["-"] * 9 for row in rows), rows[:1]
