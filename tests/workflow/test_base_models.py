@@ -5,8 +5,6 @@ is one line naming the file that sets it, the key and the closest valid name, be
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from gc2po.workflow import base_models
 from gc2po.workflow.config_check import check_plannable
 from gc2po.workflow.config_files import load_config
 from gc2po.workflow.plan import training_jobs
+from tests.workflow.slurm_workflow import dry_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = str(ROOT / "config" / "paper.yaml")
@@ -140,13 +139,7 @@ def test_snakemake_refuses_a_bad_entry_in_one_line_before_any_job(overlay, part,
     KeyError traceback through the plan (source hub without path) is one line."""
     path = tmp_path / "my.yaml"
     path.write_text(yaml.safe_dump(overlay))
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", PAPER, str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    out = dry_run("--cores", "1", "--configfile", PAPER, str(path))
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"config error: {path}: "), out.stderr[-2000:]

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from gc2po.workflow.config_files import load_config
 from gc2po.workflow.job_shape import QWEN25_7B
 from gc2po.workflow.plan import training_jobs
 from gc2po.workflow.plan_summary import run_summary
-from tests.workflow.slurm_workflow import planned_jobs
+from tests.workflow.slurm_workflow import dry_run, planned_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = str(ROOT / "config" / "paper.yaml")
@@ -103,23 +101,7 @@ def test_a_run_over_its_runtime_cap_is_named(tmp_path):
 
 
 def test_the_evaluation_counts_are_the_dry_runs():
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-n",
-            "--forceall",
-            "--cores",
-            "2",
-            "--configfile",
-            *CI,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    out = dry_run("--forceall", "--cores", "2", "--configfile", *CI)
     assert out.returncode == 0, out.stderr[-2000:]
     planned = planned_jobs(out.stdout)
     counts = budget.evaluation_counts(load_config(CI))

@@ -5,10 +5,9 @@ printed."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,9 @@ import yaml
 from gc2po import cli
 from gc2po.workflow import config_check, model_shapes
 from gc2po.workflow.config_files import load_config
-from gc2po.workflow.job_shape import ModelShape
+from gc2po.workflow.job_shape import QWEN25_MATH_1_5B, ModelShape
 from gc2po.workflow.plan_summary import memory_plan
+from tests.workflow.slurm_workflow import dry_run
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = str(ROOT / "config" / "paper.yaml")
@@ -36,16 +36,8 @@ QWEN_CONFIG = {
     "vocab_size": 151936,
     "tie_word_embeddings": True,
 }
-QWEN_SHAPE = ModelShape(
-    hidden=1536,
-    layers=28,
-    heads=12,
-    kv_heads=2,
-    intermediate=8960,
-    vocab=151936,
-    tied_embeddings=True,
-    qkv_bias=True,
-)
+# its shape: Qwen2.5-Math-1.5B's (the paper's 1.5B policies) with tied embeddings
+QWEN_SHAPE = dataclasses.replace(QWEN25_MATH_1_5B, tied_embeddings=True)
 NOT_PLANNED = (
     "memory plan: base model Qwen2.5-1.5B-Instruct not planned: no shape known (no config.json of "
     f"{REPO} in the Hugging Face cache); state base_models.Qwen2.5-1.5B-Instruct.shape; or put "
@@ -169,14 +161,7 @@ def test_the_config_check_names_it_and_rechecks_once_the_cache_holds_it(empty_ca
 
 def test_snakemake_prints_the_line_and_plans_the_jobs(tmp_path):
     env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub")}
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", PAPER, HUB_MODEL],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
+    out = dry_run("--cores", "1", "--configfile", PAPER, HUB_MODEL, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"note: {NOT_PLANNED}" in out.stderr.splitlines()
     assert "results/paper/runs/Qwen2.5-1.5B-Instruct/gc2po/seed0/run.yaml" in out.stdout

@@ -6,8 +6,6 @@ fewer GPUs than processes refused before any job, in one line."""
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from gc2po.workflow import resources
 from gc2po.workflow.config_check import check_plannable
 from gc2po.workflow.config_files import load_config
 from gc2po.workflow.resources import JobResources
-from tests.workflow.slurm_workflow import planned_job_blocks
+from tests.workflow.slurm_workflow import dry_run, planned_job_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = [str(ROOT / "config" / "paper.yaml")]
@@ -145,16 +143,6 @@ def test_the_profiles_gpu_overrides_are_checked_too(machines, stated, refused):
     assert str(err.value).endswith("(the profile's set-resources, or --set-resources)")
 
 
-def dry_run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--cores", "64", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 TRAIN_TARGET = "results/paper/runs/DeepScaleR-1.5B/gc2po/seed0/final"
 EVAL_TARGET = "results/paper/eval/DeepScaleR-1.5B/gc2po/seed0/aime2024.jsonl"
 
@@ -165,7 +153,7 @@ def test_the_dry_run_plans_the_paper_trainings_with_their_gpus(backend, tmp_path
     8 GPUs, 32 CPUs, 512 GB and 48 h for a training job; one GPU for its evaluation."""
     overlay = tmp_path / "backend.yaml"
     overlay.write_text(yaml.safe_dump({"evaluate": {"backend": backend}}))
-    out = dry_run(TRAIN_TARGET, EVAL_TARGET, "--configfile", *PAPER, str(overlay))
+    out = dry_run("--cores", "64", TRAIN_TARGET, EVAL_TARGET, "--configfile", *PAPER, str(overlay))
     assert out.returncode == 0, out.stderr[-3000:]
     blocks = planned_job_blocks(out.stdout + out.stderr)
     planned = {}
@@ -184,13 +172,13 @@ def test_the_dry_run_plans_the_paper_trainings_with_their_gpus(backend, tmp_path
 def test_snakemake_refuses_a_multi_process_launcher_without_gpus_in_one_line(tmp_path):
     overlay = tmp_path / "my.yaml"
     overlay.write_text(yaml.safe_dump({"resources": {"train": {"gpu": 0}}}))
-    out = dry_run("--configfile", *PAPER, str(overlay))
+    out = dry_run("--cores", "1", "--configfile", *PAPER, str(overlay))
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
         f"config error: {overlay}: resources.train.gpu: 0: the training jobs' launcher runs 8 "
     ), out.stderr[-2000:]
-    out = dry_run("--set-resources", "train:gpu=0", "--configfile", *PAPER)
+    out = dry_run("--cores", "1", "--set-resources", "train:gpu=0", "--configfile", *PAPER)
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert lines[-1].startswith("error: set-resources: train: gpu = "), out.stderr[-2000:]
