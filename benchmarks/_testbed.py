@@ -36,7 +36,8 @@ def run_settings(parser: argparse.ArgumentParser, ns: argparse.Namespace):
     a run the config does not plan is a usage error naming it."""
     from gc2po.audit import AuditSampling
     from gc2po.training.run_config import build_args
-    from gc2po.workflow.plan import load_config, training_jobs
+    from gc2po.workflow.config_files import load_config
+    from gc2po.workflow.plan import training_jobs
 
     config = load_config(ns.configfile)
     job = next((j for j in training_jobs(config) if j.run == ns.run), None)

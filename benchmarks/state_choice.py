@@ -21,7 +21,8 @@ import torch
 from gc2po.audit import AuditSampling, run_audit
 from gc2po.data.jsonl import read_jsonl
 from gc2po.training.run_config import build_args
-from gc2po.workflow.plan import load_config, training_jobs
+from gc2po.workflow.config_files import load_config
+from gc2po.workflow.plan import training_jobs
 
 
 def main() -> None:

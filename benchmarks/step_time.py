@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from gc2po.workflow.plan import load_config
+from gc2po.workflow.config_files import load_config
 
 # the default's trainer settings; 16 prompts x 8 completions per step, nothing saved
 TRAINER = {

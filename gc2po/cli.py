@@ -38,82 +38,13 @@ def _train(ns):
 
 
 def _plan(ns):
-    import pandas as pd
-
-    from gc2po.workflow.config_schema import DEFAULT_FILE, check_schema, locate
-    from gc2po.workflow.global_batch import KEY
-    from gc2po.workflow.memory_check import GPU_KEY, OVERRIDE_KEY, gpu_memory_gib, ignores_plan
-    from gc2po.workflow.plan import load_config, validate
-    from gc2po.workflow.plan_summary import batch_splits, memory_plan
+    from gc2po.workflow.config_check import check_plannable
+    from gc2po.workflow.config_files import load_config
+    from gc2po.workflow.plan_summary import print_plan
 
     config = load_config(ns.configfile)
-    check_schema(config, ns.configfile)
-    gpu = ns.gpu_memory_gib if ns.gpu_memory_gib is not None else gpu_memory_gib(config)
-    try:
-        validate(config, where=f"config {config['name']!r}")
-        table = memory_plan(config, gpu_memory_gib=gpu)
-    except ValueError as err:  # named by the file that sets the key
-        raise ValueError(locate(str(err), config, ns.configfile or [DEFAULT_FILE])) from err
-    stated = config["train"].get("sequences_per_step")
-    print(
-        f"global batch: {stated} sequences per optimizer step ({KEY}), split as"
-        if stated is not None
-        else f"global batch: not stated ({KEY}); each run's trainer settings give it:"
-    )
-    for line in batch_splits(config, table):
-        print(f"  {line}")
-    if "fits" in table.columns:
-        source = (
-            "--gpu-memory-gib"
-            if ns.gpu_memory_gib is not None
-            else GPU_KEY
-            + (
-                ""
-                if config["train"].get("gpu_memory_gib") is not None
-                else ", the default: an 80 GB GPU"
-            )
-        )
-        print(f"GPU memory: {gpu:g} GiB ({source})")
-    columns = [
-        c
-        for c in (
-            "base",
-            "run",
-            "method",
-            "seeds",
-            "processes",
-            "per_device_batch",
-            "gradient_accumulation",
-            "sequences_per_step",
-            "prompts_per_step",
-            "zero_stage",
-            "weights_gib",
-            "gradients_gib",
-            "optimizer_gib",
-            "reference_gib",
-            "activations_gib",
-            "vllm_kv_cache_gib",
-            "peak_gib",
-            "fits",
-        )
-        if c in table.columns
-    ]
-    with pd.option_context(
-        "display.width", 250, "display.max_columns", 40, "display.max_rows", 1000
-    ):
-        print(table[columns].to_string(index=False))
-    if "fits" in table.columns and not table["fits"].fillna(True).all():
-        if ignores_plan(config):
-            print(
-                f"some training jobs do not fit the GPU memory (fits = False above); {OVERRIDE_KEY}"
-                " is set: the workflow trains them anyway and each one's log says so",
-                file=sys.stderr,
-            )
-            return
-        raise ValueError(
-            "some training jobs do not fit the GPU memory (fits = False above); the workflow "
-            f"refuses them unless {OVERRIDE_KEY}: true"
-        )
+    check_plannable(config, ns.configfile)
+    print_plan(config, ns.gpu_memory_gib)
 
 
 def _add_train(sub):

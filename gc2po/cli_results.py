@@ -82,7 +82,8 @@ def _tables(ns):
     from pathlib import Path
 
     from gc2po.reporting.tables import find_eval_files, write_table
-    from gc2po.workflow.plan import display_names, load_config
+    from gc2po.workflow.config_files import load_config
+    from gc2po.workflow.plan import display_names
 
     files, methods, benchmarks = find_eval_files(
         ns.eval_dir, _split(ns.methods), _split(ns.benchmarks)

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from gc2po.methods import METHODS
-from gc2po.workflow.plan import base_models, load_config
+from gc2po.workflow.base_models import base_models
+from gc2po.workflow.config_files import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -210,3 +211,19 @@ def test_the_defaults_recipe_is_the_configs():
     assert (int(recipe[3]), int(recipe[4])) == (trainer["per_device_train_batch_size"] // k, k)
     assert float(recipe[5]) == trainer["learning_rate"]
     assert float(recipe[6]) == trainer["beta"]
+
+
+def test_the_budget_in_the_cluster_page_is_what_gc2po_plan_prints():
+    """docs/cluster.md, "Budget": the end of ``gc2po plan --configfile config/paper.yaml``,
+    pasted as the command prints it."""
+    command = "gc2po plan --configfile config/paper.yaml"
+    block = page("cluster.md").split(f"$ {command}\n...\n", 1)[1].split("```", 1)[0]
+    out = subprocess.run(
+        [sys.executable, "-m", "gc2po.cli", *command.split()[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert block.startswith("budget (") and out.stdout.endswith(block), out.stdout[-3000:]

@@ -15,8 +15,8 @@ from gc2po.cli import build_parser
 from gc2po.errors import did_you_mean, edits
 from gc2po.methods import METHODS
 from gc2po.training.run_config import checked_trainer
+from gc2po.workflow.config_files import load_config
 from gc2po.workflow.config_schema import check_config_files, check_schema
-from gc2po.workflow.plan import load_config
 from tests.workflow.slurm_workflow import new_workdir, snakemake_command
 
 RUN = {"model": "m", "train_data": "d.jsonl", "output_dir": "out"}

@@ -65,7 +65,8 @@ def expect_gpu_count(out):
         "256 sequences (32 prompts x 8 completions) = 4 processes on 1 machine x 1 per "
         "micro-batch x 64 accumulation steps" in out.stdout
     ), out.stdout[:2000]
-    rows = [line.split() for line in out.stdout.splitlines() if "R1-Distill-Qwen-7B" in line]
+    rows = [line.split() for line in out.stdout.splitlines()]
+    rows = [row for row in rows if row[:1] == ["R1-Distill-Qwen-7B"]]  # the table's rows
     assert rows and all(row[-1] == "False" for row in rows), rows
     assert "87.9" in " ".join(rows[0])
 
@@ -152,7 +153,7 @@ def test_the_troubleshooting_page_quotes_the_error_the_check_raises(
     quoted, base, overlay, tmp_path
 ):
     from gc2po.workflow.config_check import checked
-    from gc2po.workflow.plan import load_config
+    from gc2po.workflow.config_files import load_config
 
     page = " ".join((HOWTO / "troubleshooting.md").read_text().split())
     assert f"`{quoted}" in page, quoted

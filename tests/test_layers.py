@@ -74,3 +74,87 @@ def test_the_training_package_holds_only_what_the_runtime_imports():
         todo += [m for m in imported_modules(path) if m.startswith("gc2po.training.")]
     modules = {f"gc2po.training.{p.stem}" for p in training.glob("*.py") if p.stem != "__init__"}
     assert modules - reached == set(), "modules of gc2po/training the runtime never imports"
+
+
+def is_module(name: str) -> bool:
+    """Whether a dotted gc2po name is a module file or a package (``__init__.py``)."""
+    path = PACKAGE.parent / name.replace(".", "/")
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def module_imports(path: Path) -> set[str]:
+    """The gc2po modules a file imports, at any depth of its code: ``from gc2po.x import y``
+    imports ``gc2po.x.y`` where y is a module of it (the package only leads there) and
+    ``gc2po.x`` where y is a name defined in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "gc2po"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] != "gc2po":
+                continue
+            for alias in node.names:
+                inner = f"{node.module}.{alias.name}"
+                found.add(inner if is_module(inner) else node.module)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the gc2po modules it imports, lazy imports included."""
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        graph[module] = {m for m in module_imports(path) if m != module}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan): each a set of
+    modules that import each other, directly or through others."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_two_modules_of_the_package_import_each_other():
+    """No import circle between modules, a lazy import inside a function included (one hides a
+    circle from Python's import machinery, not from a reader)."""
+    assert circles(import_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle_through_a_lazy_import():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+    source = "def f():\n    from gc2po.workflow.plan import training_jobs\n"
+    path = PACKAGE.parent / "tests" / "__lazy_import_probe__.py"
+    try:
+        path.write_text(source + "from gc2po.workflow import plan, plan_summary\n")
+        assert module_imports(path) == {"gc2po.workflow.plan", "gc2po.workflow.plan_summary"}
+    finally:
+        path.unlink()

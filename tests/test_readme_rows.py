@@ -1,8 +1,8 @@
 """Every command of the README's "I want to..." table runs: a Snakemake command as a dry run
 (``-n --forceall``: every job planned, nothing run), ``gc2po tables`` with ``--help``, the
-registry listings (``gc2po methods``) and the docs checker as they are, ``dvc repro`` with
-``--dry`` (the commands it would run, nothing run); each row's output is checked for what the row
-promises, not only the exit status."""
+registry listings (``gc2po methods``), ``gc2po plan`` and the docs checker as they are, ``dvc
+repro`` with ``--dry`` (the commands it would run, nothing run); each row's output is checked for
+what the row promises, not only the exit status."""
 
 from __future__ import annotations
 
@@ -56,6 +56,15 @@ def expect_cluster(out):
     train = text[text.index("rule train:") :].split("\n\n", 1)[0]
     assert "slurm_partition=" in train and "gpu=8" in train, train
     assert "accelerate.commands.launch" in text
+
+
+def expect_budget(out):
+    """The paper's budget: what a training and an evaluation job ask for, and the GPU-hours."""
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "  train     (8 GPUs, 32 CPUs, 512000 MB, 2880 min) x 108: " in out.stdout
+    assert "  evaluate  (1 GPU, 8 CPUs, 128000 MB, 720 min) x 117: " in out.stdout
+    assert re.search(r"^  total +225 of them: [\d,]+ GPU-hours", out.stdout, re.MULTILINE)
+    assert "disk per training run" in out.stdout
 
 
 def expect_one_table(out):
@@ -121,7 +130,8 @@ def expect_paper_help(out):
 EXPECTED = {
     "run the default: the arithmetic testbed on CPU (not the paper's runs)": expect_everything,
     "run a bigger config (the testbed's full Table 1, the study)": expect_full_table,
-    "submit the paper's runs to a SLURM cluster": expect_cluster,
+    "see what the paper's runs ask a cluster for: per job, GPU-hours, disk": expect_budget,
+    "submit the paper's runs to a SLURM cluster (conda or mamba on PATH)": expect_cluster,
     "regenerate one table": expect_one_table,
     "tabulate evaluations that already exist": expect_tables_help,
     "see every job before running": expect_plan,
@@ -144,8 +154,9 @@ def as_run(command: str) -> list[str]:
             rest = rest[:at] + rest[at + 2 :]
         return [sys.executable, "-m", "snakemake", "-n", "--forceall", *rest]
     if program == "gc2po":
-        # ``gc2po methods`` needs no input and runs as it is; another subcommand shows its help
-        help_flag = [] if rest[:1] == ["methods"] else ["--help"]
+        # ``gc2po methods`` and ``gc2po plan`` read no data and run as they are; another
+        # subcommand shows its help
+        help_flag = [] if rest[:1] in (["methods"], ["plan"]) else ["--help"]
         return [sys.executable, "-m", "gc2po.cli", *rest, *help_flag]
     if program == "dvc":  # ``dvc repro --dry``: prints the stage's command, runs nothing
         assert rest[:1] == ["repro"], command

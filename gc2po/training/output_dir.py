@@ -103,3 +103,18 @@ def prepare_output_dir(run: dict, args, log=print) -> Path | None:
         )
         partial.replace(out / RUN_STATE)
     return complete[-1] if resume else None
+
+
+def remove_checkpoints(out: Path, log=print) -> list[Path]:
+    """Delete the ``checkpoint-<step>`` folders of a run that has ended (``keep_checkpoints:
+    false``): their weights and optimizer states are only needed to resume it, and its final
+    model stays. Returns what was deleted."""
+    checkpoints = sorted(out.glob(RunDir.CHECKPOINTS))
+    for path in checkpoints:
+        shutil.rmtree(path, ignore_errors=True)
+    if checkpoints:
+        log(
+            f"output_dir {out}: the run ended, deleted {len(checkpoints)} checkpoint(s) "
+            "(keep_checkpoints: false)"
+        )
+    return checkpoints

@@ -40,6 +40,8 @@ RUN_KEYS = {
     # the workflow's note: the plan says the job does not fit, trained anyway
     "memory_plan": "set by the workflow for a job its memory plan says will not fit, trained "
     "because train.ignore_memory_plan is set: logged",
+    "keep_checkpoints": "false: the run deletes its checkpoints when it ends (final stays; "
+    "default true)",
 }
 
 # TRL's defaults changed across releases and some are traps (bf16 on, gradient checkpointing on,
@@ -186,6 +188,10 @@ def checked_trainer(run: dict) -> dict:
     run_task(run)
     if not isinstance(run.get("memory_plan", ""), str):
         raise ValueError(f"run config: memory_plan must be a string, got {run['memory_plan']!r}")
+    if not isinstance(run.get("keep_checkpoints", True), bool):
+        raise ValueError(
+            f"run config: keep_checkpoints must be true or false, got {run['keep_checkpoints']!r}"
+        )
     if not isinstance(run.get("seed", 0), int) or isinstance(run.get("seed", 0), bool):
         raise ValueError(f"run config: seed must be an integer, got {run.get('seed')!r}")
     trainer = run.get("trainer") or {}

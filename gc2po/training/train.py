@@ -18,6 +18,8 @@ A run config:
     trainer: {...}                # GC2POConfig / GRPOConfig fields
     memory_plan: "..."            # set by the workflow for a job its memory plan says does not
                                   # fit, trained because train.ignore_memory_plan is set: logged
+    keep_checkpoints: true        # false: when the run ends, delete its checkpoint-<step>
+                                  # folders (final stays)
 
 Everything is validated (and a bad key or value named) before a model is loaded. The resolved
 config's hash is stored beside the checkpoints (``run_config.json``), so a resumed job continues
@@ -37,7 +39,7 @@ import torch
 
 from gc2po.data.jsonl import read_jsonl
 from gc2po.layout import RunDir
-from gc2po.training.output_dir import prepare_output_dir
+from gc2po.training.output_dir import prepare_output_dir, remove_checkpoints
 from gc2po.training.run_config import build_args, precheck, run_task
 
 
@@ -103,6 +105,8 @@ def train(run: dict, log=print) -> Path:
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(final)
     trainer.accelerator.wait_for_everyone()
+    if run.get("keep_checkpoints") is False and trainer.is_world_process_zero():
+        remove_checkpoints(Path(args.output_dir), log)
     trainer.accelerator.end_training()  # trackers ended, process group destroyed (as torch asks)
     return final
 

@@ -72,13 +72,14 @@ def _reason(error) -> str:
     return f"{reason}, got {_short(got)}{hint}"
 
 
-def _setting_file(files: list[str], keys: tuple[str, ...]) -> str:
-    """The last of ``files`` that sets ``keys`` (its value is the one that counts); the
+def setting_file(files: list[str] | None, keys: tuple[str, ...]) -> str:
+    """The last of ``files`` (default: the embedded default) that sets ``keys`` (its value is the
+    one that counts), as the user would type it: named at the head of a one-line error; the
     default's file when none does."""
-    return setting_file(files, keys) or DEFAULT_FILE
+    return file_setting(files or [DEFAULT_PATH], keys) or DEFAULT_FILE
 
 
-def setting_file(files: list[str], keys: tuple[str, ...]) -> str | None:
+def file_setting(files: list[str], keys: tuple[str, ...]) -> str | None:
     """The last of ``files`` that sets ``keys`` (shown as the user typed it), None when none
     does (the value is a default)."""
     found = None
@@ -162,7 +163,7 @@ def locate(message: str, config: dict, files: list[str]) -> str:
     # becomes the whole path that sets it
     written = token["token"].rstrip(":")
     path = written if written.split(".")[0].split("[")[0] in config else ".".join(keys)
-    return f"{setting_file(files, keys) or given}: {path}: {what}{after}"
+    return f"{file_setting(files, keys) or given}: {path}: {what}{after}"
 
 
 # where the workflow writes: a file there given to --configfile is a target placed after it
@@ -193,14 +194,14 @@ def check_old_spellings(config: dict, files: list[str] | None = None) -> None:
     if isinstance(train, dict) and "task" in train:
         task = train["task"]
         new = OLD_SPELLINGS.get(task, task) if isinstance(task, str) else task
-        where = _setting_file(files, ("train", "task"))
+        where = setting_file(files, ("train", "task"))
         raise ValueError(
             f"{where}: train.task: {task!r} is now set by mode: remove train.task and "
             f"set mode: {new}"
         )
     mode = config.get("mode")
     if isinstance(mode, str) and mode in OLD_SPELLINGS:
-        check_task(mode, f"{_setting_file(files, ('mode',))}: mode")
+        check_task(mode, f"{setting_file(files, ('mode',))}: mode")
 
 
 def load_schema(schema: Path = SCHEMA) -> dict:

@@ -17,16 +17,12 @@ config). No trl import.
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from gc2po.errors import one_line
+from gc2po.workflow.accelerate_config import AccelerateSettings, key_error, read_accelerate_config
 
 LAUNCHER_KEYS = ("config_file", "num_processes", "num_machines", "main_process_port")
 # accelerate's DistributedType values that run one process per device
@@ -36,138 +32,23 @@ MULTI_PROCESS_TYPES = ("MULTI_GPU", "MULTI_CPU", "DEEPSPEED", "FSDP")
 DS3_VLLM_MESSAGE = "TRL 1.16 documents that disabling it is not compatible with vLLM generation"
 
 
-@dataclass(frozen=True)
-class AccelerateSettings:
-    """What gc2po needs to know about an accelerate config file."""
-
-    path: Path
-    distributed_type: str
-    num_processes: int | None  # as written in the file (None: not set, the launcher decides)
-    use_cpu: bool
-    deepspeed_config_file: Path | None  # resolved against the accelerate config's folder
-    zero_stage: int | None  # DeepSpeed ZeRO stage; None without DeepSpeed
-    bf16: bool | str | None  # DeepSpeed bf16.enabled as written (True, False or "auto")
-    num_machines: int | None = None  # as written in the file (None: not set)
-    # deepspeed_config.deepspeed_multinode_launcher (None: not set, accelerate's pdsh)
-    deepspeed_multinode_launcher: str | None = None
-
-    @property
-    def uses_deepspeed(self) -> bool:
-        return self.distributed_type == "DEEPSPEED"
-
-
-def _fail(where: str, key: str, message: str) -> ValueError:
-    return ValueError(f"{where}.{key}: {message}")
-
-
-def _read_mapping(path: Path, where: str, key: str, loader) -> dict:
-    try:
-        data = loader(path.read_text())
-    except (OSError, ValueError, yaml.YAMLError) as err:
-        raise _fail(where, key, f"cannot read {path}: {one_line(err)}") from err
-    if not isinstance(data, dict):
-        raise _fail(where, key, f"{path} must hold a mapping, got {type(data).__name__}")
-    return data
-
-
-def _deepspeed_settings(config: dict, path: Path, where: str) -> tuple[Path | None, int, Any]:
-    """(resolved deepspeed_config_file, ZeRO stage, bf16.enabled) of a DEEPSPEED config."""
-    plugin = config.get("deepspeed_config") or {}
-    file_name = plugin.get("deepspeed_config_file")
-    if file_name is None:  # everything in the accelerate file (accelerate's default stage: 2)
-        return None, int(plugin.get("zero_stage", 2)), None
-    ds_path = (path.parent / file_name).resolve()
-    if not ds_path.is_file():
-        raise _fail(
-            where,
-            "config_file",
-            f"{path}: deepspeed_config.deepspeed_config_file "
-            f"{file_name!r} not found (looked for {ds_path})",
-        )
-    ds_config = _read_mapping(ds_path, where, "config_file", json.loads)
-    stage = (ds_config.get("zero_optimization") or {}).get("stage")
-    if stage not in (0, 1, 2, 3):
-        raise _fail(
-            where, "config_file", f"{ds_path}: zero_optimization.stage must be 0-3, got {stage!r}"
-        )
-    return ds_path, stage, (ds_config.get("bf16") or {}).get("enabled", False)
-
-
-def _check_with_accelerate(path: Path, where: str) -> None:
-    """Load the file the way ``accelerate launch`` does (unknown keys, bad values)."""
-    from accelerate.commands.config.config_args import ClusterConfig
-
-    try:
-        ClusterConfig.from_yaml_file(str(path))
-    except (TypeError, ValueError) as err:
-        raise _fail(where, "config_file", f"accelerate rejects {path}: {err}") from err
-
-
-def read_accelerate_config(
-    config_file: str | Path, where: str = "launcher", *, check: bool = True
-) -> AccelerateSettings:
-    """Parse an accelerate config (YAML) and, for DeepSpeed, the JSON it points to.
-
-    Raises ValueError naming ``<where>.config_file`` when a file is missing or malformed.
-    ``check``: also load it the way ``accelerate launch`` does (imports accelerate and torch; the
-    workflow's config check does it once, so building each job's command need not).
-    """
-    path = Path(config_file)
-    if not path.is_file():
-        raise _fail(
-            where,
-            "config_file",
-            f"accelerate config {str(config_file)!r} not found (resolved against {Path.cwd()})",
-        )
-    config = _read_mapping(path, where, "config_file", yaml.safe_load)
-    if check:
-        _check_with_accelerate(path, where)
-    distributed_type = config.get("distributed_type")
-    if not isinstance(distributed_type, str):
-        raise _fail(where, "config_file", f"{path}: distributed_type is missing")
-    num_processes = config.get("num_processes")
-    if num_processes is not None and not isinstance(num_processes, int):
-        raise _fail(
-            where, "config_file", f"{path}: num_processes must be an int, got {num_processes!r}"
-        )
-    machines = config.get("num_machines")
-    if machines is not None and not isinstance(machines, int):
-        raise _fail(where, "config_file", f"{path}: num_machines must be an int, got {machines!r}")
-    ds_file, stage, bf16 = (None, None, None)
-    if distributed_type == "DEEPSPEED":
-        ds_file, stage, bf16 = _deepspeed_settings(config, path, where)
-    return AccelerateSettings(
-        path=path,
-        distributed_type=distributed_type,
-        num_processes=None if num_processes in (None, -1) else num_processes,
-        use_cpu=bool(config.get("use_cpu", False)),
-        deepspeed_config_file=ds_file,
-        zero_stage=stage,
-        bf16=bf16,
-        num_machines=machines,
-        deepspeed_multinode_launcher=(config.get("deepspeed_config") or {}).get(
-            "deepspeed_multinode_launcher"
-        ),
-    )
-
-
 def _check_launcher_keys(launcher: Any, where: str) -> None:
     if not isinstance(launcher, Mapping):
         raise ValueError(f"{where}: must be a mapping with {list(LAUNCHER_KEYS)}, got {launcher!r}")
     unknown = sorted(set(launcher) - set(LAUNCHER_KEYS))
     if unknown:
-        raise _fail(where, unknown[0], f"unknown key; valid keys: {list(LAUNCHER_KEYS)}")
+        raise key_error(where, unknown[0], f"unknown key; valid keys: {list(LAUNCHER_KEYS)}")
     for key in ("config_file", "num_processes"):
         if key not in launcher:
-            raise _fail(where, key, "missing")
+            raise key_error(where, key, "missing")
     num = launcher["num_processes"]
     if isinstance(num, bool) or not isinstance(num, int) or num < 1:
-        raise _fail(where, "num_processes", f"must be an int >= 1, got {num!r}")
+        raise key_error(where, "num_processes", f"must be an int >= 1, got {num!r}")
     port = launcher.get("main_process_port")
     if port is not None and (
         isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535
     ):
-        raise _fail(
+        raise key_error(
             where,
             "main_process_port",
             f"must be an int in [0, 65535] (0: a free port), got {port!r}",
@@ -183,19 +64,19 @@ def num_machines(launcher: Mapping[str, Any]) -> int:
 def _check_machines(launcher: Mapping[str, Any], where: str) -> None:
     machines = num_machines(launcher)
     if isinstance(machines, bool) or not isinstance(machines, int) or machines < 1:
-        raise _fail(where, "num_machines", f"must be an int >= 1, got {machines!r}")
+        raise key_error(where, "num_machines", f"must be an int >= 1, got {machines!r}")
     if machines == 1:
         return
     num = launcher["num_processes"]
     if num % machines:
-        raise _fail(
+        raise key_error(
             where,
             "num_processes",
             f"{num} is not divisible by num_machines {machines}: every machine runs "
             f"num_processes / num_machines processes (one per GPU)",
         )
     if not launcher.get("main_process_port"):  # 0 or unset: a free port of each machine
-        raise _fail(
+        raise key_error(
             where,
             "main_process_port",
             f"num_machines {machines} needs a fixed port that every node reaches on the first "
@@ -207,7 +88,7 @@ def _check_process_count(
     settings: AccelerateSettings, num: int, where: str, machines: int = 1
 ) -> None:
     if settings.num_machines not in (None, 1, machines):
-        raise _fail(
+        raise key_error(
             where,
             "num_machines",
             f"{machines} disagrees with num_machines: {settings.num_machines} in {settings.path} "
@@ -216,7 +97,7 @@ def _check_process_count(
     if machines > 1 and settings.uses_deepspeed:
         # any other launcher (pdsh, mpi, ...) would start every node's processes from each node
         if settings.deepspeed_multinode_launcher != "standard":
-            raise _fail(
+            raise key_error(
                 where,
                 "config_file",
                 f"{settings.path}: num_machines {machines} with DeepSpeed needs "
@@ -225,13 +106,13 @@ def _check_process_count(
                 f"{settings.deepspeed_multinode_launcher or 'unset (pdsh)'}",
             )
     if settings.num_processes is not None and settings.num_processes != num:
-        raise _fail(
+        raise key_error(
             where,
             "num_processes",
             f"{num} disagrees with num_processes: {settings.num_processes} in {settings.path}",
         )
     if num > 1 and settings.distributed_type not in MULTI_PROCESS_TYPES:
-        raise _fail(
+        raise key_error(
             where,
             "num_processes",
             f"{num} processes need a multi-process accelerate config "
@@ -242,7 +123,7 @@ def _check_process_count(
 
 def _check_deepspeed_trainer(settings: AccelerateSettings, trainer: Mapping, where: str) -> None:
     if isinstance(settings.bf16, bool) and settings.bf16 != bool(trainer.get("bf16", False)):
-        raise _fail(
+        raise key_error(
             where,
             "config_file",
             f"{settings.deepspeed_config_file or settings.path} sets bf16 "
@@ -360,31 +241,3 @@ def srun_command(launcher: Mapping[str, Any], threads: int) -> list[str]:
         f"--cpus-per-task={threads}",
         "--kill-on-bad-exit=1",
     ]
-
-
-def slurm_node_resources(launcher: Mapping[str, Any] | None, gpu: bool) -> dict[str, Any]:
-    """The train rule's Snakemake resources for more than one node (empty for one).
-
-    Read by snakemake-executor-plugin-slurm 2.8: ``nodes`` gives ``--nodes=M``; ``mpi`` makes
-    the job run the rule's shell command itself, without wrapping it in ``srun -n1`` (the
-    command starts its own step, :func:`srun_command`); with ``mpi`` the plugin needs a task
-    count: ``tasks`` M gives ``--ntasks=M``, which with ``--nodes=M`` is one task per node, and
-    ``tasks_per_gpu`` 0 keeps it from also becoming ``--ntasks-per-gpu``. No ``slurm_extra``
-    (``--ntasks-per-node=1`` would say the same): a profile's ``slurm_extra`` for the rule, or
-    the ``--test-only`` preview of docs/cluster.md, would replace it or be replaced. With
-    ``gpu`` (GPU-sized jobs), the GPUs per node, N / M, go through ``gres`` (``--gres=gpu:G``, a
-    per-node count; the ``gpu`` resource's ``--gpus`` counts the whole job, which SLURM may
-    spread unevenly over the nodes).
-    """
-    machines = num_machines(launcher or {})
-    if machines == 1:
-        return {}
-    resources = {
-        "nodes": machines,
-        "tasks": machines,
-        "tasks_per_gpu": 0,
-        "mpi": "srun",
-    }
-    if gpu:
-        resources["gres"] = f"gpu:{launcher['num_processes'] // machines}"
-    return resources

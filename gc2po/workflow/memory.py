@@ -68,7 +68,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gc2po.workflow.job_shape import GPU_80GB_GIB, MODEL_SHAPES, JobShape
+from gc2po.workflow.job_shape import GPU_80GB_GIB, MODEL_SHAPES, JobShape, ModelShape
 
 GIB = 2**30
 # CUDA context, cuBLAS workspaces, NCCL buffers, allocator fragmentation
@@ -257,7 +257,7 @@ TRAINER_KEYS = (
 
 
 def job_from_trainer(
-    model: str,
+    model: ModelShape | str,
     trainer: Mapping,
     *,
     num_processes: int,
@@ -266,9 +266,10 @@ def job_from_trainer(
     keeps_episode_states: bool = True,
     gpu_memory_gib: float = GPU_80GB_GIB,
 ) -> JobShape:
-    """A job from a Hub id of :data:`MODEL_SHAPES` and a resolved trainer mapping (GRPOConfig
-    field names; the vLLM ones default as in TRL 1.16). Raises ValueError naming a missing key."""
-    if model not in MODEL_SHAPES:
+    """A job from a model's shape (or a Hub id of :data:`MODEL_SHAPES`) and a resolved trainer
+    mapping (GRPOConfig field names; the vLLM ones default as in TRL 1.16). Raises ValueError
+    naming a missing key."""
+    if not isinstance(model, ModelShape) and model not in MODEL_SHAPES:
         raise ValueError(
             f"model {model!r} has no shape in gc2po.workflow.memory.MODEL_SHAPES; known: "
             f"{sorted(MODEL_SHAPES)}"
@@ -279,7 +280,7 @@ def job_from_trainer(
             f"trainer.{missing[0]}: missing (the memory plan needs {list(TRAINER_KEYS)})"
         )
     return JobShape(
-        shape=MODEL_SHAPES[model],
+        shape=model if isinstance(model, ModelShape) else MODEL_SHAPES[model],
         num_processes=num_processes,
         zero_stage=zero_stage,
         per_device_batch=trainer["per_device_train_batch_size"],

@@ -1,11 +1,13 @@
 """The memory plan applied to a workflow config: each training job whose base model has a known
-shape (``gc2po.workflow.job_shape.MODEL_SHAPES``) and that trains under a launcher, estimated on
-the config's GPU (``train.gpu_memory_gib``), and the refusal, before any job, of a config with a
-job that does not fit (``check``), unless ``train.ignore_memory_plan`` is set; then the job's run
-config carries a note that ``gc2po train`` writes to the job's log (``override_note``).
+shape (``gc2po.workflow.model_shapes``: the entry's ``shape``, the package's table, the model's
+``config.json``) and that trains under a launcher, estimated on the config's GPU
+(``train.gpu_memory_gib``), and the refusal, before any job, of a config with a job that does not
+fit (``check``), unless ``train.ignore_memory_plan`` is set; then the job's run config carries a
+note that ``gc2po train`` writes to the job's log (``noted_run_config``).
 
-Configs whose base models have no known shape (the testbed's, SmolLM2) or that train without a
-launcher are not estimated: nothing is refused and nothing is imported for them.
+Jobs without a launcher are not estimated, nor are those of a base model with no known shape
+(the testbed's, SmolLM2's): nothing is refused for them, and ``not_planned_lines`` names each
+such model that trains under a launcher in one line.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gc2po.workflow.job_shape import GPU_80GB_GIB, MODEL_SHAPES
+from gc2po.workflow.base_models import base_models
+from gc2po.workflow.job_shape import GPU_80GB_GIB, ModelShape
+from gc2po.workflow.model_shapes import ShapeLookup, lookup, not_planned
+from gc2po.workflow.plan import training_jobs
 
 GPU_KEY = "train.gpu_memory_gib"
 OVERRIDE_KEY = "train.ignore_memory_plan"
@@ -31,9 +36,30 @@ def ignores_plan(config: dict) -> bool:
     return bool(config["train"].get("ignore_memory_plan", False))
 
 
-def planned(job) -> bool:
-    """Whether ``job`` (a ``gc2po.workflow.plan.TrainingJob``) has a memory plan."""
-    return job.model in MODEL_SHAPES and job.launcher is not None
+def shapes(config: dict) -> dict[str, ShapeLookup]:
+    """Base model -> its shape (or why none), for the base models the config trains."""
+    return {label: lookup(label, entry) for label, entry in base_models(config).items()}
+
+
+def shape_of(config: dict, job, known: dict[str, ShapeLookup] | None = None) -> ModelShape | None:
+    """The shape of ``job``'s base model when the job has a memory plan (it trains under a
+    launcher and the shape is known), else None. ``known``: ``shapes(config)``, when at hand."""
+    if job.launcher is None:
+        return None
+    return (known or shapes(config))[job.base].shape
+
+
+def not_planned_lines(config: dict) -> list[str]:
+    """One line per base model whose jobs train under a launcher but have no memory plan (no
+    shape known): why, and how to give one."""
+    if config["train"].get("launcher") is None:
+        return []
+    entries = base_models(config)
+    return [
+        not_planned(label, entries[label], found)
+        for label, found in shapes(config).items()
+        if found.shape is None
+    ]
 
 
 @dataclass(frozen=True)
@@ -51,17 +77,19 @@ class JobMemory:
 _CACHE: dict[str, JobMemory] = {}  # the same job settings are estimated once per process
 
 
-def job_memory(config: dict, job, gpu: float | None = None, args=None) -> JobMemory:
-    """The memory plan of ``job`` (it must be ``planned``) on a GPU of ``gpu`` GiB (default: the
-    config's). ``args``: its GC2POConfig when already built."""
-    from gc2po.workflow.launch import read_accelerate_config
+def job_memory(
+    config: dict, job, shape: ModelShape, gpu: float | None = None, args=None
+) -> JobMemory:
+    """The memory plan of ``job`` (its base model of ``shape``; see ``shape_of``) on a GPU of
+    ``gpu`` GiB (default: the config's). ``args``: its GC2POConfig when already built."""
+    from gc2po.workflow.accelerate_config import read_accelerate_config
     from gc2po.workflow.memory import estimate_memory, job_from_trainer
 
     gpu = gpu if gpu is not None else gpu_memory_gib(config)
     train = config["train"]
     key = json.dumps(
         [
-            job.model,
+            shape,
             job.method,
             job.trainer,
             job.launcher,
@@ -78,11 +106,11 @@ def job_memory(config: dict, job, gpu: float | None = None, args=None) -> JobMem
     if args is None:
         from gc2po.training.run_config import build_args
 
-        args = build_args(job.run_config(config, memory_note=False))
+        args = build_args(job.run_config(config))
     trainer = args.to_dict()
     stage = read_accelerate_config(job.launcher["config_file"], check=False).zero_stage
-    shape = job_from_trainer(
-        job.model,
+    job_shape = job_from_trainer(
+        shape,
         trainer,
         num_processes=int(job.launcher["num_processes"]),
         zero_stage=stage or 0,
@@ -90,21 +118,20 @@ def job_memory(config: dict, job, gpu: float | None = None, args=None) -> JobMem
         keeps_episode_states=False,  # episode states are kept at episode ends only (E x d)
         gpu_memory_gib=gpu,
     )
-    _CACHE[key] = JobMemory(job, estimate_memory(shape), stage, gpu, trainer)
+    _CACHE[key] = JobMemory(job, estimate_memory(job_shape), stage, gpu, trainer)
     return _CACHE[key]
 
 
-def over_plan(config: dict, jobs) -> list[JobMemory]:
-    """The planned jobs of ``jobs`` (the config's training jobs, ``plan.training_jobs``: the
-    caller's, so that this module and the plan, which reads its note, import each other in one
-    direction only) that do not fit the config's GPU, one per distinct (base, run), the highest
-    peak first."""
-    seen, out = set(), []
-    for job in jobs:
-        if (job.base, job.run) in seen or not planned(job):
+def over_plan(config: dict) -> list[JobMemory]:
+    """The planned jobs that do not fit the config's GPU, one per distinct (base, run), the
+    highest peak first."""
+    known, seen, out = shapes(config), set(), []
+    for job in training_jobs(config):
+        shape = shape_of(config, job, known)
+        if (job.base, job.run) in seen or shape is None:
             continue
         seen.add((job.base, job.run))
-        memory = job_memory(config, job)
+        memory = job_memory(config, job, shape)
         if not memory.estimate.fits:
             out.append(memory)
     return sorted(out, key=lambda m: -m.estimate.peak)
@@ -173,12 +200,26 @@ def check(config: dict, jobs, where: str = "config") -> None:
 def override_note(config: dict, job) -> str | None:
     """The line ``gc2po train`` logs for a job the plan says does not fit and that trains
     because ``train.ignore_memory_plan`` is set; None otherwise."""
-    if not ignores_plan(config) or not planned(job):
+    if not ignores_plan(config):
         return None
-    memory = job_memory(config, job)
+    shape = shape_of(config, job)
+    if shape is None:
+        return None
+    memory = job_memory(config, job, shape)
     if memory.estimate.fits:
         return None
     return (
         f"the memory plan says this job does not fit its GPU ({why_not(memory)}); it runs "
         f"because {OVERRIDE_KEY} is set"
     )
+
+
+def noted_run_config(config: dict, job) -> dict:
+    """The run config ``job`` trains from (``TrainingJob.run_config``), with the memory plan's
+    note (``RUN_CONFIG_KEY``) on a job the plan says does not fit, trained because
+    ``train.ignore_memory_plan`` is set; the job's log shows it."""
+    run = job.run_config(config)
+    note = override_note(config, job)
+    if note is not None:
+        run[RUN_CONFIG_KEY] = note
+    return run

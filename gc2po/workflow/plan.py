@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import yaml
-
-from gc2po.errors import did_you_mean, one_line
+from gc2po.errors import did_you_mean
 from gc2po.layout import RunDir, resources_dir, results_dir
 from gc2po.workflow import global_batch
 from gc2po.workflow import method_facts as mf
-from gc2po.workflow.config_schema import DEFAULT_PATH
+from gc2po.workflow.base_models import base_model_path, base_models
 
 # in display names: a variant {method: grpo_gated, trainer: {cf_signal: r_cf}} is
 # "GRPO on f x g (gated, signal = r_cf)"
@@ -41,31 +37,6 @@ def __getattr__(name: str):
     if name == "SWEEP_METHODS":
         return mf.sweep_methods(mf.method_facts())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def deep_update(base: dict, overlay: dict) -> dict:
-    """Snakemake's merge of config files: mappings merged key by key, other values replaced."""
-    for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            deep_update(base[key], value)
-        else:
-            base[key] = copy.deepcopy(value)
-    return base
-
-
-def load_config(paths: list[str | Path] | None = None) -> dict:
-    """The workflow config as the Snakefile builds it: ``config/config.yaml`` when no file is
-    given, else the given files merged in order (a file given alone inherits nothing)."""
-    config: dict = {}
-    for path in paths or [DEFAULT_PATH]:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError) as err:
-            raise ValueError(f"{path}: cannot read workflow config: {one_line(err)}") from err
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: a workflow config must be a mapping")
-        deep_update(config, loaded)
-    return config
 
 
 @dataclass(frozen=True)
@@ -103,13 +74,13 @@ class TrainingJob:
     trainer: dict
     launcher: dict | None
 
-    def run_config(self, config: dict, memory_note: bool = True) -> dict:
+    def run_config(self, config: dict) -> dict:
         """The resolved run config the job trains from (written beside the run). ``resume`` and
         ``overwrite``: a rerun continues the same config's checkpoints and starts a changed one
         over. The task is the workflow's ``mode`` (the same vocabulary, gc2po.data.tasks).
-        ``memory_plan``: only for a job the memory plan says does not fit and that trains
-        because ``train.ignore_memory_plan`` is set (``memory_note``: add it; the job's log
-        shows it)."""
+        ``keep_checkpoints: false`` (``train.keep_checkpoints``): the run deletes its
+        checkpoints when it ends. The memory plan's note on a job trained against it is added by
+        ``gc2po.workflow.memory_check.noted_run_config``."""
         train = config["train"]
         run = {
             "model": self.model,
@@ -125,64 +96,22 @@ class TrainingJob:
         for key in ("precision", "max_train_examples"):
             if train.get(key) is not None:
                 run[key] = train[key]
-        if memory_note and train.get("ignore_memory_plan"):
-            from gc2po.workflow.memory_check import RUN_CONFIG_KEY, override_note
-
-            note = override_note(config, self)
-            if note is not None:
-                run[RUN_CONFIG_KEY] = note
+        if train.get("keep_checkpoints") is False:  # absent when true: older run configs stay
+            run["keep_checkpoints"] = False
         return run
 
 
-def testbed_train_set(config: dict) -> str:
-    """The testbed RL runs' training set: train_rl (the train split cut to
-    ``testbed.rl_cued_share`` cued problems) when that is set, else the train split."""
-    from gc2po.testbed.data import RL_TRAIN
-
-    return RL_TRAIN if (config.get("testbed") or {}).get("rl_cued_share") is not None else "train"
-
-
-# The warm start's time limit (a SLURM job's `runtime`, minutes) per 8 epochs begun: the default's
-# 8 epochs took 3 min 14 s on 2 cores (docs/measurements.md), the rest is room for slower nodes.
-WARM_START_MINUTES_PER_8_EPOCHS = 15
-
-
-def warm_start_runtime(config: dict) -> int:
-    """Minutes the testbed's warm start may run: 15 per 8 epochs begun (32 epochs: 60)."""
-    from gc2po.testbed.warmstart import WarmStartConfig
-
-    settings = (config.get("testbed") or {}).get("warm_start") or {}
-    epochs = WarmStartConfig.from_mapping(settings, "testbed.warm_start").epochs
-    return WARM_START_MINUTES_PER_8_EPOCHS * max(1, math.ceil(epochs / 8))
-
-
-def base_models(config: dict) -> dict:
-    return config.get("base_models") or {
-        "testbed": {"source": "warm_start", "train_data": testbed_train_set(config)}
-    }
-
-
-def _check_rl_cued_share(config: dict, where: str) -> None:
-    """``testbed.rl_cued_share`` writes train_rl.jsonl; base models that name their own training
-    set would silently ignore it, and one naming train_rl without it would find no file."""
-    if config.get("mode") != "testbed" or not config.get("base_models"):
-        return
-    expected = testbed_train_set(config)
-    for label, spec in config["base_models"].items():
-        if spec.get("source") == "warm_start" and spec.get("train_data") != expected:
-            hint = " (testbed.rl_cued_share is set)" if expected != "train" else ""
-            raise ValueError(
-                f"{where}: base_models.{label}.train_data: must be {expected!r}{hint}, "
-                f"got {spec.get('train_data')!r}"
-            )
-
-
 def ablation_bases(config: dict) -> list[str]:
+    """The base models the ablations, sweeps and variants run on (default: the first one);
+    each must be one the config trains (``bases``)."""
     bases = list(base_models(config))
     chosen = config.get("ablation_bases") or bases[:1]
     unknown = sorted(set(chosen) - set(bases))
     if unknown:
-        raise ValueError(f"ablation_bases: {unknown} are not base models; valid: {bases}")
+        raise ValueError(
+            f"ablation_bases: {unknown} are not base models this config trains"
+            f"{did_you_mean(unknown[0], bases)}; bases: {bases}"
+        )
     return list(chosen)
 
 
@@ -233,6 +162,15 @@ def runs(config: dict, facts: mf.Facts | None = None) -> dict[str, Run]:
     return out
 
 
+def runs_of_role(runs: dict, facts: mf.Facts, role: str) -> list[str]:
+    """Runs of a method of ``role`` trained under its own name (not a sweep's or variant's)."""
+    return [
+        label
+        for label, run in runs.items()
+        if run.method == label and facts.get(run.method, {}).get("role") == role
+    ]
+
+
 def display_names(config: dict) -> dict[str, str]:
     """Run label -> its name in tables and figures (``Run.display_name``)."""
     return {label: run.display_name for label, run in runs(config).items()}
@@ -253,11 +191,6 @@ def _check_method_names(mapping: dict, where: str) -> None:
 def paths(config: dict) -> tuple[str, str]:
     """(resources folder, results folder) of the config."""
     return resources_dir(config["name"]), results_dir(config["name"])
-
-
-def base_model_path(config: dict, base: str) -> str:
-    spec = base_models(config)[base]
-    return spec["path"] if spec["source"] == "hub" else f"{paths(config)[0]}/models/{base}"
 
 
 def training_jobs(config: dict, facts: mf.Facts | None = None) -> list[TrainingJob]:
@@ -310,7 +243,6 @@ def validate(config: dict, where: str = "config") -> None:
     from gc2po.training.run_config import build_args
     from gc2po.workflow.launch import validate_launcher
 
-    _check_rl_cued_share(config, where)
     # method names (the registry imports torch: checked here, not while building the runs)
     _check_method_names(config.get("method_seeds") or {}, "method_seeds")
     for label, variant in (config.get("variants") or {}).items():

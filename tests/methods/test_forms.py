@@ -17,7 +17,8 @@ from gc2po.methods import METHODS
 from gc2po.methods.base import RolloutBatch
 from gc2po.training.run_config import build_args
 from gc2po.training.signals import SIGNALS
-from gc2po.workflow.plan import load_config, runs, training_jobs
+from gc2po.workflow.config_files import load_config
+from gc2po.workflow.plan import runs, training_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 NAN = float("nan")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from gc2po.methods import METHODS
 from gc2po.reporting.names import SPARE_COLOURS, method_colour, method_name, method_order
-from gc2po.workflow.plan import load_config, runs
+from gc2po.workflow.config_files import load_config
+from gc2po.workflow.plan import runs
 
 # the paper's Table 1 order, then the paper form's ablations, then the corrected GC2PO and its
 # ablations: what every table and figure has shown (names, colours, order) since before the

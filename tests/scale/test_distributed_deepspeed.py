@@ -28,7 +28,7 @@ CONFIGS = ROOT / "config" / "accelerate"
 
 
 def run_probe(accelerate_yaml: Path, tmp_path: Path, tied: bool) -> list[dict]:
-    from gc2po.workflow.launch import read_accelerate_config
+    from gc2po.workflow.accelerate_config import read_accelerate_config
 
     settings = read_accelerate_config(accelerate_yaml)
     out = tmp_path / "out"

@@ -13,7 +13,9 @@ import pytest
 import yaml
 
 import gc2po.workflow.launch as launch
-from gc2po.workflow.launch import launcher_command, read_accelerate_config, validate_launcher
+from gc2po.workflow.accelerate_config import read_accelerate_config
+from gc2po.workflow.launch import launcher_command, validate_launcher
+from gc2po.workflow.resources import JobResources
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "config" / "accelerate"
@@ -276,17 +278,21 @@ def test_command_for_two_machines_runs_the_node_launcher(tmp_path):
 
 
 def test_slurm_resources_of_a_multi_node_job():
-    assert launch.slurm_node_resources(None, gpu=True) == {}
-    assert launch.slurm_node_resources(launcher(ZERO3, 8), gpu=True) == {}
-    two = launcher(ZERO3, 8, num_machines=2, main_process_port=29500)
-    assert launch.slurm_node_resources(two, gpu=True) == {
+    one = JobResources(gpu=8, threads=32, mem_mb=512000, runtime=2880)
+    assert one.snakemake() == {"mem_mb": 512000, "runtime": 2880, "gpu": 8}
+    two = JobResources(gpu=4, threads=16, mem_mb=256000, runtime=2880, nodes=2)
+    assert two.snakemake() == {
+        "mem_mb": 256000,
+        "runtime": 2880,
+        "gpu": 0,  # the GPUs go through gres, a per-node count
         "nodes": 2,
         "tasks": 2,
         "tasks_per_gpu": 0,
         "mpi": "srun",
         "gres": "gpu:4",  # per node
     }
-    assert "gres" not in launch.slurm_node_resources(two, gpu=False)  # CPU-sized runs
+    cpu = JobResources(gpu=0, threads=2, mem_mb=4000, runtime=60, nodes=2)
+    assert "gres" not in cpu.snakemake()  # CPU-sized runs
 
 
 def test_command_for_cpu_exports_use_cpu_and_a_free_port():

@@ -30,7 +30,7 @@ def test_the_field_table_of_the_fast_check_equals_the_config_dataclass():
 
 
 def cli_train(
-    tmp_path, run: dict, *flags: str, env: dict | None = None
+    tmp_path, run: dict, *flags: str, env: dict | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess:
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(run))
@@ -45,7 +45,7 @@ def cli_train(
         [sys.executable, "-c", code, "train", "--config", str(path), *flags],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
         cwd=ROOT,
     )
@@ -183,3 +183,46 @@ def test_a_training_job_builds_its_config_once_and_checks_each_setting_once(
     assert calls == {"config": 1, "fixed": 1, "settings": 1, "ranges": 1}
     assert seen and all(config is built[0] for config in seen)
     assert built[0].method_settings.alpha == 0.25
+
+
+def test_keep_checkpoints_must_be_a_boolean(run_files, tmp_path):
+    out = cli_train(tmp_path, {**run_files, "keep_checkpoints": "no"})
+    assert out.returncode == 2 and "TORCH_NOT_IMPORTED" in out.stderr
+    assert "run config: keep_checkpoints must be true or false, got 'no'" in out.stderr
+
+
+def test_an_ended_runs_checkpoints_are_deleted_and_its_final_model_kept(tmp_path):
+    from gc2po.training.output_dir import remove_checkpoints
+
+    out = tmp_path / "run"
+    for name in ("checkpoint-10", "checkpoint-20", "final"):
+        (out / name).mkdir(parents=True)
+        (out / name / "model.safetensors").write_text("weights")
+    (out / "metrics.jsonl").write_text("{}\n")
+    logs = []
+    removed = remove_checkpoints(out, logs.append)
+    assert [p.name for p in removed] == ["checkpoint-10", "checkpoint-20"]
+    assert sorted(p.name for p in out.iterdir()) == ["final", "metrics.jsonl"]
+    assert logs == [
+        f"output_dir {out}: the run ended, deleted 2 checkpoint(s) (keep_checkpoints: false)"
+    ]
+
+
+@pytest.mark.slow
+def test_a_run_with_keep_checkpoints_false_ends_with_its_final_model_only(
+    tiny_model_dir, testbed_train_file, tmp_path
+):
+    """`gc2po train` as the workflow's train rule runs it: a checkpoint every step of two, both
+    deleted when the run ends; the final model and the metrics stay."""
+    from tests.training.conftest import run_config
+
+    run = {
+        **run_config(tiny_model_dir, testbed_train_file, tmp_path / "run", "grpo", save_steps=1),
+        "keep_checkpoints": False,
+    }
+    out = cli_train(tmp_path, run, timeout=600)  # it trains: minutes on a busy machine
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "deleted 2 checkpoint(s) (keep_checkpoints: false)" in out.stdout + out.stderr
+    left = sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert "final" in left and "metrics.jsonl" in left
+    assert not [name for name in left if name.startswith("checkpoint-")], left

@@ -82,6 +82,19 @@ def snakemake_command(
     return [sys.executable, *runner, "-s", str(snakefile), *args]
 
 
+def dry_run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``snakemake -n *args`` in the repository (no cluster), its output captured: the plan, or
+    the one-line refusal of a config."""
+    return subprocess.run(
+        snakemake_command("-n", *args),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+
+
 def run_snakemake(
     cluster: SlurmCluster,
     workdir: Path,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gc2po.workflow import config_check
-from gc2po.workflow.plan import load_config
+from gc2po.workflow.config_files import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "gc2po" / "workflow" / "config.schema.yaml"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gc2po.training.run_config import build_args, load_run_config
+from gc2po.workflow.config_files import load_config
 from gc2po.workflow.config_schema import check_schema
-from gc2po.workflow.plan import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERED = ["config/config.yaml", "my.yaml"]

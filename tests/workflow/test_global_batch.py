@@ -12,7 +12,8 @@ import pytest
 
 from gc2po import cli
 from gc2po.workflow import config_check, global_batch
-from gc2po.workflow.plan import load_config, runs, training_jobs
+from gc2po.workflow.config_files import load_config
+from gc2po.workflow.plan import runs, training_jobs
 from gc2po.workflow.plan_summary import batch_splits, run_summary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +129,8 @@ def test_gc2po_plan_prints_the_global_batch_and_its_split_for_8_4_and_2_gpus(tmp
         )
         header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["base", "run"])
         column = lines[header].split().index("sequences_per_step")
-        assert {line.split()[column] for line in lines[header + 1 :]} == {"256"}
+        table = lines[header + 1 : header + 1 + rows]  # the budget's lines follow the table
+        assert {line.split()[column] for line in table} == {"256"}
         assert status == (0 if processes == 8 else 2), err
 
 

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from gc2po.testbed.mechanism import MEASURE_SPLITS
-from gc2po.workflow import report_plan
-from gc2po.workflow.plan import load_config
+from gc2po.workflow import testbed_plan
+from gc2po.workflow.config_files import load_config
 from tests.workflow.slurm_workflow import planned_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def dry_run(workdir, *overlays, extra=()):
 
 def test_the_mechanism_tables_read_the_measured_splits_the_config_evaluates():
     config = load_config([ROOT / "config/config.yaml", ROOT / "config/ci.yaml"])
-    tables = report_plan.mechanism_tables(config, MEASURE_SPLITS)
+    tables = testbed_plan.mechanism_tables(config, MEASURE_SPLITS)
     assert tables == {
         "mechanism": (["test_id", "test_wrongbet"], False),
         "mechanism_greedy": (["test_id", "test_wrongbet"], True),
@@ -45,12 +45,12 @@ def test_the_mechanism_tables_read_the_measured_splits_the_config_evaluates():
     config["evaluate"].update(
         benchmarks=["test_id", "test_rephrase"], greedy_benchmarks=["test_id"]
     )
-    assert report_plan.mechanism_tables(config, MEASURE_SPLITS) == {
+    assert testbed_plan.mechanism_tables(config, MEASURE_SPLITS) == {
         "mechanism": (["test_id"], False),
         "mechanism_greedy": (["test_id"], True),
     }
     config["mode"] = "benchmark"  # the measures read the testbed's cue: none elsewhere
-    assert report_plan.mechanism_tables(config, MEASURE_SPLITS) == {}
+    assert testbed_plan.mechanism_tables(config, MEASURE_SPLITS) == {}
 
 
 def test_the_default_plans_the_mechanism_tables(tmp_path):

@@ -15,7 +15,8 @@ import yaml
 
 from gc2po import cli
 from gc2po.workflow import config_check, memory_check
-from gc2po.workflow.plan import load_config, training_jobs
+from gc2po.workflow.config_files import load_config
+from gc2po.workflow.plan import training_jobs
 from gc2po.workflow.plan_summary import memory_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +83,7 @@ def test_the_override_queues_the_jobs_and_each_one_s_run_config_carries_the_note
     assert check(files, tmp_path)["display_names"]
     plan = memory_plan(config).set_index(["base", "run"])
     for job in training_jobs(config):
-        note = job.run_config(config).get("memory_plan")
+        note = memory_check.noted_run_config(config, job).get("memory_plan")
         row = plan.loc[(job.base, job.run)]
         if row["fits"]:
             assert note is None, (job.base, job.run)
@@ -105,7 +106,7 @@ def test_a_job_trained_with_the_override_logs_the_note(
     files = paper_with(tmp_path, FOUR_GPUS + OVERRIDE)
     config = load_config(files)
     job = next(j for j in training_jobs(config) if j.base == "R1-Distill-Qwen-7B")
-    note = job.run_config(config)["memory_plan"]
+    note = memory_check.noted_run_config(config, job)["memory_plan"]
     run = {
         **run_config(tiny_model_dir, testbed_train_file, tmp_path / "run", "grpo", max_steps=1),
         "memory_plan": note,
@@ -144,7 +145,7 @@ def test_the_default_and_ci_configs_are_not_planned(files, monkeypatch, tmp_path
     """Their base models have no known shape and they train without a launcher: nothing is
     estimated, nothing refused, and no run config changes, even with the override set."""
     config = load_config(files)
-    assert not any(memory_check.planned(job) for job in training_jobs(config))
+    assert not any(memory_check.shape_of(config, job) for job in training_jobs(config))
 
     def never(*args, **kwargs):
         raise AssertionError("a job was estimated")
@@ -153,8 +154,9 @@ def test_the_default_and_ci_configs_are_not_planned(files, monkeypatch, tmp_path
     memory_check.check(config, training_jobs(config))
     overridden = {**config, "train": {**config["train"], "ignore_memory_plan": True}}
     for job in training_jobs(config):
-        assert job.run_config(overridden) == job.run_config(config)
-        assert "memory_plan" not in job.run_config(overridden)
+        noted = memory_check.noted_run_config(overridden, job)
+        assert noted == memory_check.noted_run_config(config, job) == job.run_config(config)
+        assert "memory_plan" not in noted
 
 
 def test_gc2po_plan_names_the_gpu_it_planned_for(tmp_path, capsys):

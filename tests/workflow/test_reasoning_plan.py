@@ -9,7 +9,8 @@ import pytest
 
 from gc2po.testbed.generator import COMPOSE as GENERATOR_COMPOSE
 from gc2po.testbed.mechanism import MEASURE_SPLITS
-from gc2po.workflow import plan, report_plan
+from gc2po.workflow import report_plan
+from gc2po.workflow.config_files import load_config
 from gc2po.workflow.method_facts import method_facts
 from gc2po.workflow.reasoning_plan import COMPOSE, reasoning_settings
 
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def load(*names: str) -> dict:
     """The config files layered as the workflow layers them."""
-    return plan.load_config([ROOT / "config" / name for name in names])
+    return load_config([ROOT / "config" / name for name in names])
 
 
 def with_reasoning(**spec) -> dict:

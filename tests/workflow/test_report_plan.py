@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from gc2po.testbed.mechanism import MEASURE_SPLITS
-from gc2po.workflow import plan, report_plan
+from gc2po.workflow import plan, report_plan, testbed_plan
 from gc2po.workflow.config_check import checked
+from gc2po.workflow.config_files import load_config
 from gc2po.workflow.method_facts import default_sweep_methods, method_facts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,20 +33,20 @@ def test_sweeps_and_defaults_follow_the_methods_roles(facts):
     }
     assert plan.SWEEP_METHODS == ("gc2po", "gc2po_add", "gc2po_add_oracle", "grpo_fxp")
     assert default_sweep_methods(facts) == ["gc2po"]
-    config = plan.load_config(CI)
+    config = load_config(CI)
     runs = plan.runs(config, facts)
     assert report_plan.length_runs(config, runs, facts) == ["grpo", "gc2po", "gc2po_add"]
-    assert report_plan.audit_reward_run(config, runs, facts) == "gc2po_add"
+    assert testbed_plan.audit_reward_run(config, runs, facts) == "gc2po_add"
     assert report_plan.figure_sweep_methods(config, facts) == ["gc2po"]
     config["methods"] = ["grpo", "gc2po"]  # no corrected run: the paper's scores the audit
     config["report"]["main_methods"] = ["grpo", "gc2po"]
     runs = plan.runs(config, facts)
-    assert report_plan.audit_reward_run(config, runs, facts) == "gc2po"
+    assert testbed_plan.audit_reward_run(config, runs, facts) == "gc2po"
     assert report_plan.length_runs(config, runs, facts) == ["grpo", "gc2po"]
 
 
 def test_the_ci_tables_are_those_the_rules_built():
-    specs = report_plan.table_specs(plan.load_config(CI))
+    specs = report_plan.table_specs(load_config(CI))
     assert list(specs) == ["table1", "generalization", "ablation", "table1_greedy"]
     assert specs["table1_greedy"]["benchmarks"] == ["test_id", "test_wrongbet"]
     assert specs["table1_greedy"]["greedy"] and not specs["table1"]["greedy"]
@@ -81,7 +82,7 @@ def _set(config, path, value):
     ],
 )
 def test_a_bad_report_key_fails_the_check_naming_it(path, value, message, facts, tmp_path):
-    config = _set(copy.deepcopy(plan.load_config(CI)), path, value)
+    config = _set(copy.deepcopy(load_config(CI)), path, value)
     with pytest.raises(ValueError, match=message):
         report_plan.check(config, facts, MEASURE_SPLITS)
     with pytest.raises(ValueError, match=message):  # with the memoised check, before any job
@@ -91,7 +92,7 @@ def test_a_bad_report_key_fails_the_check_naming_it(path, value, message, facts,
 @pytest.mark.parametrize("value", [100.5, -0.1])
 def test_a_sweep_value_out_of_the_trainers_range_names_the_job_and_key(value):
     """The schema gives sweeps no range: the trainer's, where the job's GC2POConfig is built."""
-    config = plan.load_config(CI)
+    config = load_config(CI)
     config["sweeps"] = {"lambda_exp": [], "lambda_cf": [value]}
     with pytest.raises(ValueError, match=rf"gc2po_lambda_cf_{value}: .*lambda_cf"):
         plan.validate(config)
@@ -139,7 +140,7 @@ def test_a_sweep_value_out_of_the_trainers_range_names_the_job_and_key(value):
     ],
 )
 def test_unshown_methods_and_misspelt_names_are_refused_naming_the_key(path, value, message, facts):
-    config = _set(copy.deepcopy(plan.load_config(CI)), path, value)
+    config = _set(copy.deepcopy(load_config(CI)), path, value)
     with pytest.raises(ValueError) as err:
         report_plan.check(config, facts, MEASURE_SPLITS)
     assert str(err.value).startswith(message), str(err.value)
@@ -164,13 +165,13 @@ def test_every_shipped_config_shows_every_method_it_trains(overlay, facts):
         if alone
         else [ROOT / "config/config.yaml", ROOT / "config" / overlay]
     )
-    report_plan.check(plan.load_config(files), facts, MEASURE_SPLITS)
+    report_plan.check(load_config(files), facts, MEASURE_SPLITS)
 
 
 @pytest.mark.parametrize("overlay", ["paper.yaml", "smollm2.yaml"])
 def test_a_complete_config_layered_on_the_default_passes_the_check(overlay, facts):
     """As the cluster plan test layers them: the default's dict keys (n_per_benchmark) stay."""
-    config = plan.load_config([ROOT / "config/config.yaml", ROOT / "config" / overlay])
+    config = load_config([ROOT / "config/config.yaml", ROOT / "config" / overlay])
     report_plan.check(config, facts, MEASURE_SPLITS)
 
 
@@ -212,14 +213,14 @@ def test_a_complete_config_layered_on_the_default_passes_the_check(overlay, fact
     ],
 )
 def test_a_bad_family_is_refused_naming_its_key(facts, family, message):
-    config = plan.load_config(CI)
+    config = load_config(CI)
     config["report"]["families"] = [{"name": "f", **family}]
     with pytest.raises(ValueError, match=message):
         report_plan.families(config, plan.runs(config, facts))
 
 
 def test_the_ci_family_is_wired():
-    config = plan.load_config(CI)
+    config = load_config(CI)
     families = report_plan.families(config, plan.runs(config))
     assert list(families) == ["family_controls"]
     assert families["family_controls"]["runs"] == ["grpo_fxp", "gc2po_add"]
@@ -227,7 +228,7 @@ def test_the_ci_family_is_wired():
 
 
 def test_the_candidate_rule_needs_the_testbed(facts):
-    config = plan.load_config(CI)
+    config = load_config(CI)
     config["mode"] = "benchmark"
     message = r"report.families.controls.candidates: needs mode testbed"
     with pytest.raises(ValueError, match=message):
@@ -235,15 +236,13 @@ def test_the_candidate_rule_needs_the_testbed(facts):
 
 
 def test_each_audited_run_is_read_on_the_signal_it_trains_on(facts):
-    config = plan.load_config(
-        [ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_why.yaml"]
-    )
+    config = load_config([ROOT / "config/config.yaml", ROOT / "config/testbed_warm32_why.yaml"])
     config["audit"] = {"models": ["base", "grpo", "grpo_fxp", "gc2po", "gated_rcf",
                                   "gated_oracle_rho0.07", "add_rcf_l4.1", "add_agree_l0.29",
                                   "gated_operand", "gated_agree"]}  # fmt: skip
     runs = plan.runs(config, facts)
     names = {label: f"name of {label}" for label in runs}
-    assert report_plan.audit_trained_signals(config, runs, names) == {
+    assert testbed_plan.audit_trained_signals(config, runs, names) == {
         "name of gc2po": "r_cf@episode_end",  # the paper's state
         "name of gated_rcf": "r_cf@result",  # the gated form reads R_cf where the corrected does
         "name of gated_oracle_rho0.07": "oracle(rho=0.07)",

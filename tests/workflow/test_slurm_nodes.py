@@ -47,7 +47,7 @@ def _value(text: str):
 def two_node_train_job(tmp_path_factory):
     """(threads, resources, shell command) of the paper's training job with 8 processes on 2
     nodes, from ``snakemake -n`` with the SLURM profile (--cores 64: the dry run does not cap
-    the rule's 32 threads)."""
+    the rule's threads)."""
     work = new_workdir(tmp_path_factory.mktemp("two_nodes") / "wf")
     (work / "config" / "two_nodes.yaml").write_text(yaml.safe_dump(TWO_NODES))
     out = subprocess.run(
@@ -104,8 +104,9 @@ def test_two_node_job_submits_one_task_per_node_with_its_gpus(two_node_train_job
         "--nodes=2",
         "--ntasks=2",  # on 2 nodes: one task, the node's launcher, per node
     ], sbatch
-    assert "--cpus-per-task=32" in sbatch  # per task, that is per node
-    assert sbatch[sbatch.index("--mem") + 1] == "512000"  # per node
+    # per task, that is per node: 4 CPUs and 64,000 MB for each of its 4 GPUs
+    assert "--cpus-per-task=16" in sbatch
+    assert sbatch[sbatch.index("--mem") + 1] == "256000"
     assert sbatch[sbatch.index("-t") + 1] == "2880"  # the job's wall time, every node's
     # with the mpi resource the job step runs the rule's command as it is (no `srun -n1` around
     # it; snakemake-executor-plugin-slurm-jobstep): the command starts its own srun step

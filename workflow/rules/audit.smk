@@ -14,7 +14,7 @@ AUDIT_STEPS = AUDIT.get("checkpoint_steps", []) if AUDIT_MODELS else []
 # every model is scored with the R_cf settings of one run (its resolved GC2POConfig: the
 # perturbation, cf_state, lambdas), so the audits of base and trained models compare
 # (audit.reward_run; default: the corrected method's run, else the paper's)
-AUDIT_REWARD_RUN = report_plan.audit_reward_run(config, RUNS, METHOD_FACTS)
+AUDIT_REWARD_RUN = testbed_plan.audit_reward_run(config, RUNS, METHOD_FACTS)
 
 # the run.yaml whose R_cf settings score an audit on a base model: the reward run's first seed's
 # (every seed has the same settings)
@@ -116,7 +116,7 @@ rule signal_audit_table:
         trained_csv=table_file(OUT, "signal_audit_trained", "csv"),
     params:
         names=RUN_NAMES,
-        trained=report_plan.audit_trained_signals(config, RUNS, RUN_NAMES),
+        trained=testbed_plan.audit_trained_signals(config, RUNS, RUN_NAMES),
     log:
         f"logs/{NAME}/signal_audit_table.log",
     conda:

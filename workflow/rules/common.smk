@@ -1,26 +1,41 @@
 # Config validation, the training jobs (gc2po.workflow.plan), what the rules wire beyond them
-# (gc2po.workflow.report_plan) and input functions shared by every stage. Rules only wire: what
-# is decided from the config (and from the methods' roles) is decided in the package.
+# (gc2po.workflow.report_plan), the jobs' resources (gc2po.workflow.resources) and input
+# functions shared by every stage. Rules only wire: what is decided from the config (and from the
+# methods' roles) is decided in the package.
 import os
 import sys
 
+import gc2po.workflow.benchmark_plan as benchmark_plan
 import gc2po.workflow.plan as plan
 import gc2po.workflow.report_plan as report_plan
+import gc2po.workflow.resources as resources
+import gc2po.workflow.testbed_plan as testbed_plan
+from gc2po.workflow.base_models import base_model_path as base_model_path_of
+from gc2po.workflow.base_models import base_models, testbed_train_set
 from gc2po.workflow.config_check import checked
-from gc2po.workflow.launch import slurm_node_resources
+from gc2po.workflow.profile_check import resource_values
 from gc2po.data.tasks import TESTBED as TESTBED_TASK
 from gc2po.layout import (SUMMARY_SUFFIX, AuditDir, CheckpointAuditDir, CurveFile, EvalFile,
                           RunDir, eval_root, figure_file, report_page, table_file)
 
-try:  # the schema (one line naming the key, not snakemake.utils.validate's schema dump), then
-    # every training job's GC2POConfig and launcher and the report's keys, before any job runs
-    # (no model is loaded); memoised: an unchanged rerun skips it (gc2po.workflow.config_check)
+try:  # the schema (one line naming the key, not snakemake.utils.validate's schema dump), the
+    # base models, every training job's GC2POConfig and launcher, the resources and the report's
+    # keys, before any job runs (no model is loaded); memoised: an unchanged rerun skips it
+    # (gc2po.workflow.config_check)
     CHECKED = checked(config, workflow.overwrite_configfiles)
 except ValueError as err:
     print(f"config error: {err}", file=sys.stderr)  # the whole message: no traceback to read past
     sys.exit(1)
 for warning in CHECKED["warnings"]:  # a setting the run's method never reads: accepted, said
     print(f"config warning: {warning}", file=sys.stderr)
+try:  # the profile's (or command line's) set-resources must leave each launcher process a GPU
+    resources.check_overrides(config, resource_values(workflow)[1])
+except ValueError as err:
+    print(f"error: {err}", file=sys.stderr)
+    sys.exit(1)
+if workflow.is_main_process:  # a base model the memory plan leaves out: one line each, why
+    for note in CHECKED["memory_notes"]:
+        print(f"note: {note}", file=sys.stderr)
 
 RUN_NAMES = CHECKED["display_names"]  # run label -> its name in tables and figures
 METHOD_FACTS = CHECKED["methods"]  # method -> its role and sweeps (gc2po.workflow.method_facts)
@@ -29,14 +44,18 @@ SEEDS = config["seeds"]
 RES, OUT = plan.paths(config)
 TASK = config["mode"]  # what is trained and evaluated (gc2po.data.tasks): prompts and graders
 TESTBED = TASK == TESTBED_TASK
-GPU = config["evaluate"]["backend"] == "vllm"  # GPU-sized resources (paper scale) vs CPU-sized ones
+# what a training job and an evaluation job ask for, each from what it runs (its launcher, vLLM
+# use and precision; its backend) or the config's resources.<train|evaluate>
+TRAIN_RESOURCES = resources.training(config)
+EVAL_RESOURCES = resources.evaluation(config)
+TRAIN_ENV = "../envs/gc2po-gpu.yaml" if resources.gpu_environment(config) else "../envs/gc2po.yaml"
+EVAL_ENV = "../envs/gc2po-gpu.yaml" if EVAL_RESOURCES.gpu else "../envs/gc2po.yaml"  # GPU: vLLM
 BENCHMARKS = config["evaluate"]["benchmarks"]  # dataset keys evaluated
-BASE_MODELS = plan.base_models(config)
+BASE_MODELS = base_models(config)  # the base models trained and evaluated (`bases`)
 DATASETS = config.get("datasets") or {}  # mode benchmark: dataset key -> loader spec
 RUNS = plan.runs(config, METHOD_FACTS)  # run label -> plan.Run (method, own settings, base models it runs on)
 JOBS = {(j.base, j.run, j.seed): j for j in plan.training_jobs(config, METHOD_FACTS)}
 LAUNCHER = config["train"].get("launcher")  # None: one process, no accelerate
-MACHINES = (LAUNCHER or {}).get("num_machines", 1)  # nodes of a training job (SLURM)
 MODELS = ["base"] + list(RUNS)  # evaluated per base model: the base itself and every run trained on it
 # Rules that reach the internet (Hugging Face Hub, PyPI). The Snakefile makes them localrules:
 # on a cluster they run on the submit host and fill the cache that jobs read offline.
@@ -58,7 +77,7 @@ wildcard_constraints:
 
 def base_model_path(base):
     """What the training script loads: a generated folder or a Hub id / local path."""
-    return plan.base_model_path(config, base)
+    return base_model_path_of(config, base)
 
 
 def base_model_input(wildcards):
@@ -147,7 +166,7 @@ RUN_PATTERN = RunDir("{base}", "{run}", "{seed}")  # a run of the {base}/{run}/{
 # evaluate.greedy: every model is also evaluated with greedy decoding (rule evaluate_greedy)
 GREEDY = bool(config["evaluate"].get("greedy", False))
 # the benchmarks evaluated greedily (evaluate.greedy_benchmarks; default: every evaluated one)
-GREEDY_BENCHMARKS = report_plan.greedy_benchmarks(config)
+GREEDY_BENCHMARKS = benchmark_plan.greedy_benchmarks(config)
 TABLE_SPECS = report_plan.table_specs(config)  # name -> {methods, benchmarks, title, bases, greedy}
 
 

@@ -11,7 +11,7 @@ LOCAL_SOURCES = {key: os.path.join(workflow.basedir, spec["path"]) for key, spec
 
 if TESTBED:
     # testbed.rl_cued_share: the RL runs' cut of the train split (train_rl.jsonl), if set
-    RL_TRAIN_SPLIT = [name for name in [plan.testbed_train_set(config)] if name != "train"]
+    RL_TRAIN_SPLIT = [name for name in [testbed_train_set(config)] if name != "train"]
 
     rule testbed_data:
         output:
@@ -52,7 +52,7 @@ if TESTBED:
         threads: 2
         resources:
             mem_mb=4000,
-            runtime=plan.warm_start_runtime(config),  # grows with the epochs
+            runtime=resources.warm_start_runtime(config),  # grows with the epochs
         script:
             "../scripts/warm_start.py"
 

@@ -23,12 +23,10 @@ rule evaluate:
     log:
         f"logs/{NAME}/eval/{{base}}_{{model}}_seed{{seed}}.log",
     conda:
-        "../envs/gc2po-gpu.yaml" if GPU else "../envs/gc2po.yaml"  # GPU: the vllm backend
-    threads: 1 if not GPU else 8
-    resources:
-        mem_mb=4000 if not GPU else 128000,
-        runtime=60 if not GPU else 720,
-        gpu=0 if not GPU else 1,
+        EVAL_ENV  # with a GPU: the vllm backend
+    threads: EVAL_RESOURCES.threads
+    resources:  # from the backend, or resources.evaluate (common.smk)
+        **EVAL_RESOURCES.snakemake(),
     script:
         "../scripts/evaluate.py"
 
@@ -57,12 +55,10 @@ if GREEDY:
         log:
             f"logs/{NAME}/eval_greedy/{{base}}_{{model}}_seed{{seed}}.log",
         conda:
-            "../envs/gc2po-gpu.yaml" if GPU else "../envs/gc2po.yaml"
-        threads: 1 if not GPU else 8
+            EVAL_ENV
+        threads: EVAL_RESOURCES.threads
         resources:
-            mem_mb=4000 if not GPU else 128000,
-            runtime=60 if not GPU else 720,
-            gpu=0 if not GPU else 1,
+            **EVAL_RESOURCES.snakemake(),
         script:
             "../scripts/evaluate.py"
 
@@ -92,11 +88,9 @@ if LEARNING_CURVE:
         log:
             f"logs/{NAME}/curves/{{base}}_{{run}}_seed{{seed}}.log",
         conda:
-            "../envs/gc2po-gpu.yaml" if GPU else "../envs/gc2po.yaml"
-        threads: 1 if not GPU else 8
+            EVAL_ENV
+        threads: EVAL_RESOURCES.threads
         resources:
-            mem_mb=4000 if not GPU else 128000,
-            runtime=60 if not GPU else 720,
-            gpu=0 if not GPU else 1,
+            **EVAL_RESOURCES.snakemake(),
         script:
             "../scripts/learning_curve.py"

@@ -3,11 +3,11 @@
 # sweep varies (report.dose_response; gc2po.reporting.dose_response).
 
 MEASURE_SPLITS = CHECKED["measure_splits"]  # gc2po.testbed.mechanism's, memoised by the check
-MECHANISM_SPLITS = report_plan.mechanism_splits(config, MEASURE_SPLITS)
-MECHANISM_TABLES = report_plan.mechanism_tables(config, MEASURE_SPLITS)  # table -> (splits, greedy)
-DOSE_RESPONSE = report_plan.dose_responses(config, RUNS, MEASURE_SPLITS)  # name -> {method, key, markers}
+MECHANISM_SPLITS = testbed_plan.mechanism_splits(config, MEASURE_SPLITS)
+MECHANISM_TABLES = testbed_plan.mechanism_tables(config, MEASURE_SPLITS)  # table -> (splits, greedy)
+DOSE_RESPONSE = testbed_plan.dose_responses(config, RUNS, MEASURE_SPLITS)  # name -> {method, key, markers}
 # report.decomposition: wrong bet split into cue avoidance and accuracy, against one reference run
-DECOMPOSITION_REFERENCE = report_plan.decomposition(config, RUNS)
+DECOMPOSITION_REFERENCE = testbed_plan.decomposition(config, RUNS)
 DECOMPOSITION_OUTPUTS = ([table_file(OUT, "decomposition", ext) for ext in ("md", "csv")]
                          if DECOMPOSITION_REFERENCE else [])
 MECHANISM_OUTPUTS = DECOMPOSITION_OUTPUTS + ([table_file(OUT, table, ext) for table in MECHANISM_TABLES for ext in ("md", "csv")]
@@ -15,7 +15,7 @@ MECHANISM_OUTPUTS = DECOMPOSITION_OUTPUTS + ([table_file(OUT, table, ext) for ta
                         for path in (table_file(OUT, name, "md"), table_file(OUT, name, "csv"),
                                      figure_file(OUT, name))])
 # copy share against wrong-bet pass@1 per model, for each mechanism table that holds both
-MECHANISM_FIGURES = report_plan.mechanism_figures(MECHANISM_TABLES)
+MECHANISM_FIGURES = testbed_plan.mechanism_figures(MECHANISM_TABLES)
 MECHANISM_OUTPUTS += [figure_file(OUT, table) for table in MECHANISM_FIGURES]
 # what the scripts need of a run: its method and own settings (a sweep's value)
 RUN_SETTINGS = {label: {"method": run.method, "trainer": run.trainer} for label, run in RUNS.items()}

@@ -49,12 +49,10 @@ if REASONING:
         log:
             f"logs/{NAME}/eval_reasoning/{{base}}_{{model}}_seed{{seed}}.log",
         conda:
-            "../envs/gc2po-gpu.yaml" if GPU else "../envs/gc2po.yaml"
-        threads: 1 if not GPU else 8
+            EVAL_ENV
+        threads: EVAL_RESOURCES.threads
         resources:
-            mem_mb=4000 if not GPU else 128000,
-            runtime=60 if not GPU else 720,
-            gpu=0 if not GPU else 1,
+            **EVAL_RESOURCES.snakemake(),
         script:
             "../scripts/evaluate_reasoning.py"
 

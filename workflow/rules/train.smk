@@ -5,6 +5,9 @@
 # run config is unchanged and starts over when it changed.
 
 
+from gc2po.workflow.memory_check import noted_run_config
+
+
 localrules:
     run_config,
 
@@ -13,7 +16,8 @@ rule run_config:
     output:
         RUN_PATTERN.run_config(OUT),
     params:
-        run=lambda wc: training_job(wc).run_config(config),  # a change of any setting reruns the job
+        # a change of any setting reruns the job; the memory plan's note where it is overridden
+        run=lambda wc: noted_run_config(config, training_job(wc)),
     log:
         f"logs/{NAME}/run_config/{{base}}_{{run}}_seed{{seed}}.log",
     conda:
@@ -36,14 +40,12 @@ rule train:
     log:
         f"logs/{NAME}/train/{{base}}_{{run}}_seed{{seed}}.log",
     conda:  # vLLM and DeepSpeed come with the GPU extra
-        "../envs/gc2po-gpu.yaml" if GPU or LAUNCHER or config["train"]["trainer"].get("use_vllm") else "../envs/gc2po.yaml"
-    threads: 1 if not GPU else 32
+        TRAIN_ENV
+    threads: TRAIN_RESOURCES.threads
     resources:
-        mem_mb=4000 if not GPU else 512000,
-        runtime=60 if not GPU else 2880,
+        # from the launcher, vLLM use and precision, or resources.train (common.smk); with
         # num_machines M > 1: nodes=M, one task per node; mem_mb, threads and the GPUs
-        # (--gres=gpu:N/M, not gpu) are per node (gc2po.workflow.launch.slurm_node_resources)
-        gpu=0 if not GPU or MACHINES > 1 else int((LAUNCHER or {}).get("num_processes", 1)),
-        **slurm_node_resources(LAUNCHER, GPU),
+        # (--gres=gpu:N/M, not gpu) are per node (gc2po.workflow.resources.JobResources)
+        **TRAIN_RESOURCES.snakemake(),
     shell:
         "OMP_NUM_THREADS={threads} {params.command} > {log} 2>&1"
