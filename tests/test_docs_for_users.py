@@ -1,9 +1,9 @@
-"""The docs are for the people who use the project: every page (README.md and docs/, the history
-in docs/archive/ apart) is at most 30 KB, no line tells how the project was written (who worked
-beside a measurement, rounds of work, sessions, which commit a clone was pulled to), every job
-count names a config whose dry run it is, and every duration stated for a config's run is the
-latest recorded one (docs/measurements-workflow.md, "Workflow wall time"); every relative link
-and anchor resolves."""
+"""The docs are for the people who use the project: every page (README.md, docs/ and the index of
+benchmarks/, the history in docs/archive/ apart) is at most 30 KB, no line tells how the project
+was written (who worked beside a measurement, rounds of work, sessions, which commit a clone was
+pulled to), every job count names a config whose dry run it is, and every duration stated for a
+config's run is the latest recorded one (docs/measurements-workflow.md, "Workflow wall time");
+every relative link and anchor resolves."""
 
 from __future__ import annotations
 
@@ -20,7 +20,11 @@ MAX_PAGE_BYTES = 30 * 1024
 
 
 def user_pages() -> list[Path]:
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    pages = [
+        ROOT / "README.md",
+        ROOT / "benchmarks" / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+    ]
     return [p for p in pages if ARCHIVE not in p.parents]
 
 
