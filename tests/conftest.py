@@ -144,6 +144,30 @@ def ci_run_in_background(request, tmp_path_factory):
         run.wait_or_stop(stopping=bool(session.shouldstop or session.shouldfail))
 
 
+@pytest.fixture(scope="session")
+def shared_outputs(request, tmp_path_factory):
+    """Outputs several test files read, made once per session (tests/shared_outputs.py): under
+    pytest-xdist the workers share them through their common temporary folder."""
+    from tests.shared_outputs import SharedOutputs
+
+    if getattr(request.config, "workerinput", None) is None:
+        return SharedOutputs(tmp_path_factory.mktemp("shared_outputs"))
+    return SharedOutputs(tmp_path_factory.getbasetemp().parent / "shared_outputs")
+
+
+@pytest.fixture(scope="session")
+def dry_run(shared_outputs):
+    """``dry_run(*args)``: ``snakemake -n --forceall --cores 2 *args`` from the checkout, run
+    once per session for every test that asks for the same ``args``."""
+    return shared_outputs.dry_run
+
+
+@pytest.fixture(scope="session")
+def mini_warm_start(shared_outputs):
+    """(model folder, statistics) of the testbed's mini warm start, trained once per session."""
+    return shared_outputs.mini_warm_start()
+
+
 @pytest.fixture(autouse=True)
 def _git_revision_per_test():
     """gc2po.evaluation.provenance runs git once per process (cached): cleared before each test,

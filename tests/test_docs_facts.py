@@ -79,24 +79,19 @@ def test_a_configs_base_models_and_table_1_methods_are_the_configs(row):
     assert backticked(row[3]) == config["report"]["main_methods"]
 
 
-def dry_run_jobs(files: list[str]) -> int:
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "2"]
-        + ["--configfile", *files],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def dry_run_jobs(dry_run, files: list[str]) -> int:
+    """The jobs ``snakemake -n --forceall`` plans (the session's dry run,
+    tests/shared_outputs.py)."""
+    out = dry_run("--configfile", *files)
     assert out.returncode == 0, out.stderr[-3000:]
     return int(re.search(r"^total\s+(\d+)$", out.stdout, re.MULTILINE)[1])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("row", config_rows(), ids=lambda row: backticked(row[0])[0])
-def test_a_configs_job_count_is_its_dry_runs(row):
+def test_a_configs_job_count_is_its_dry_runs(row, dry_run):
     config = backticked(row[0])[0]
-    jobs = dry_run_jobs(config_files(config))
+    jobs = dry_run_jobs(dry_run, config_files(config))
     assert int(row[4]) == jobs, f"docs/workflow.md: {row[4]} jobs for {config}, a dry run: {jobs}"
 
 

@@ -1,7 +1,8 @@
-"""The docs are for the people who use the project: every page (README.md and docs/, the history
-in docs/archive/ apart) is at most 30 KB, no paragraph reaches 350 words, no line tells how the
-project was written (who worked beside a measurement, rounds of work, sessions, reviewers, the
-development branch, which commit a clone was pulled to), the index holds no maintainer notes,
+"""The docs are for the people who use the project: every page (README.md, docs/ and the index of
+benchmarks/, the history in docs/archive/ apart) is at most 30 KB, no paragraph reaches 350 words,
+no line tells how the project was written (who worked beside a measurement, rounds of work,
+sessions, reviewers, the development branch, which commit a clone was pulled to), the index holds
+no maintainer notes,
 every job count names a config whose dry run it is, every duration stated for a config's run is
 the latest recorded one (docs/measurements-workflow.md, "Workflow wall time", the warm start's
 included), a page with GPU figures on another torch than the pinned one says so, the Python
@@ -22,7 +23,11 @@ MAX_PAGE_BYTES = 30 * 1024
 
 
 def user_pages() -> list[Path]:
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    pages = [
+        ROOT / "README.md",
+        ROOT / "benchmarks" / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+    ]
     return [p for p in pages if ARCHIVE not in p.parents]
 
 

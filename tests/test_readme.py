@@ -5,8 +5,9 @@ What counts as a code name in an inline span (a span with spaces is a command or
 repository paths and ``gc2po.*`` names in it are checked, and a leading call's name):
 
 - ``gc2po.<...>``: imports, as a module or a name defined in one;
-- a repository path (``benchmarks/seed_power.py``, ``config/``, ``workflow/rules/{a,b}.smk``):
-  exists; the part before a placeholder (``<name>``, ``*``) must exist as a folder;
+- a repository path (``benchmarks/workflow/seed_power.py``, ``config/``,
+  ``workflow/rules/{a,b}.smk``): exists; the part before a placeholder (``<name>``, ``*``) must
+  exist as a folder;
 - a config key (``audit.reward_run``, ``evaluate.learning_curve: {...}``, ``trainer.bf16``):
   its path through ``gc2po/workflow/config.schema.yaml`` (``trainer.<field>``: a field of
   ``gc2po/training/config_fields.json``);

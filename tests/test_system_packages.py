@@ -23,7 +23,7 @@ RUNNERS = {"run", "Popen", "check_output", "check_call", "call", "which"}
 ESSENTIAL = {"apt-get"}
 # the NVIDIA driver's tool: on a GPU machine it comes with the driver, which no Debian package of
 # the project installs; only the GPU check calls it, and only when torch sees a GPU
-GPU_DRIVER = {"nvidia-smi": "benchmarks/gpu_check.py"}
+GPU_DRIVER = {"nvidia-smi": "benchmarks/gpu/gpu_check.py"}
 # conda is the cluster user's environment manager (`--sdm conda` builds workflow/envs/*.yaml);
 # no file of the project installs it, and the README row test only asks whether it is there
 PROBED_ONLY = {"conda": "tests/test_readme_rows.py"}

@@ -27,8 +27,8 @@ def _positive(value) -> bool:
 RANGES: dict[str, tuple[Callable[[object], bool], str]] = {
     # [0, 1] is the paper's range for its raw R_cf; the corrected form adds lambda_cf times a
     # within-group z-score (unit spread, clipped at cf_z_clip), not R_cf, and its weight is
-    # calibrated against GRPO's outcome advantage (benchmarks/lambda_calibration.py: the plain
-    # oracle's bonus flips a correct copy of the bet at a median 3.95 over the warm start's
+    # calibrated against GRPO's outcome advantage (benchmarks/method/lambda_calibration.py: the
+    # plain oracle's bonus flips a correct copy of the bet at a median 3.95 over the warm start's
     # train-split groups), so the range reaches past 1; a weak signal's weight matched to the
     # oracle's (lambda_cf x rho: R_cf's rho 0.07 needs 11.4 for the oracle's 0.8) reaches further
     "lambda_cf": (lambda v: 0.0 <= v <= 100.0, "in [0, 100]"),

@@ -6,7 +6,7 @@ the validity to a within-group correlation rho given f (``gc2po.core.signals.mix
 rho 1 is the plain validity): how good must a process signal be? ``lambda_cf`` is swept too: the
 weight at which the plain oracle's bonus outweighs a correct copy's outcome advantage is
 calibrated on recorded groups (``gc2po.core.corrected.flip_lambda``,
-``benchmarks/lambda_calibration.py``). Testbed only.
+``benchmarks/method/lambda_calibration.py``). Testbed only.
 
 A preset of the additive form, the same as
 ``{method: gc2po_add, trainer: {cf_signal: oracle}}``, under the name

@@ -13,7 +13,8 @@ episode's sign differ from its trajectory's (the paper's stated intent) with |A 
 lambda_cf * z_clip.
 
 The std floor (``cf_std_floor``) stays at 0.1, chosen on the train split (the base model, 300
-problems x 8 completions, R_cf at ``result``; ``benchmarks/std_floor.py``, docs/measurements.md):
+problems x 8 completions, R_cf at ``result``; ``benchmarks/method/std_floor.py``,
+docs/measurements.md):
 R_cf's within-problem correlation with episode validity given f is +0.14 there, so whatever the
 floor, about 2% (rho^2) of the bonus's variance tracks validity. With a floor of 0.001 (never
 binding) the bonus is a full z-score and carries 42% of the token advantage variance, 0.86% of it
@@ -40,8 +41,8 @@ FIDELITY = (
 )
 # The state chosen on the testbed's train split by the quantity training uses: the within-problem
 # correlation of R_cf with episode validity given f (what a within-group z-score sees; base model,
-# 300 problems x 8, benchmarks/std_floor.py): result +0.143 [+0.113, +0.173], episode_end +0.066,
-# last_content +0.019, closing_tag +0.000. (An earlier choice, last_content, rested on a
+# 300 problems x 8, benchmarks/method/std_floor.py): result +0.143 [+0.113, +0.173], episode_end
+# +0.066, last_content +0.019, closing_tag +0.000. (An earlier choice, last_content, rested on a
 # correlation pooled over problems, which compares problems rather than a group's episodes.)
 KIND = dict(needs_episodes=True, needs_cf=True, fidelity=FIDELITY, cf_state="result")
 

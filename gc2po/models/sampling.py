@@ -3,10 +3,10 @@ model: the same tokens and the same random-number stream, less work.
 
 TRL's transformers path calls ``model.generate`` on B = prompts x K left-padded rows in which the
 K copies of a prompt are consecutive. Two costs there buy nothing (measured in
-``benchmarks/step_time.py``): the prompt is prefilled K times, and every decode step runs all B
-rows until the longest completion ends, finished rows included. ``sample_completions`` prefills
-each distinct prompt once and copies its KV cache to its K rows, and runs the model on the
-unfinished rows only. Everything a sampled token depends on is computed as ``generate`` computes
+``benchmarks/training/step_time.py``): the prompt is prefilled K times, and every decode step runs
+all B rows until the longest completion ends, finished rows included. ``sample_completions``
+prefills each distinct prompt once and copies its KV cache to its K rows, and runs the model on
+the unfinished rows only. Everything a sampled token depends on is computed as ``generate`` computes
 it: the same forward call per row (a row's result does not depend on the rows beside it, which
 the tests check against ``generate`` itself), the same logits processors, and one
 ``torch.multinomial`` over all B rows per step (finished rows get placeholder probabilities and

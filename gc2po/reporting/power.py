@@ -7,7 +7,7 @@ the two-sided one-sample t-test: with noncentrality ``delta / (sd / sqrt(S))``, 
 |T| exceeds the t quantile with S - 1 degrees of freedom. The per-seed sd already holds every
 source of noise for these problems (the seeds' training, the samples, the problems' clustering
 within a seed), so it is measured, not modelled: :func:`difference_sd` of a study's per-seed
-differences (``benchmarks/seed_power.py`` prints it from a run's evaluation files).
+differences (``benchmarks/workflow/seed_power.py`` prints it from a run's evaluation files).
 """
 
 from __future__ import annotations

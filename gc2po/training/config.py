@@ -43,8 +43,8 @@ cf_state (`str` or `None`): the token whose hidden state is u for R_cf, one of
     `gc2po_add`).
 cf_std_floor (`float`, defaults to `0.1`): corrected GC2PO: floor on the group std of
     its per-episode signal. 0.1, measured on the testbed's train split (docs/measurements.md,
-    `benchmarks/std_floor.py`): about 2% of R_cf's within-group variance tracks episode validity;
-    a floor of 0.001 gives the bonus 42% of the advantage variance, 0.1 gives it 16%.
+    `benchmarks/method/std_floor.py`): about 2% of R_cf's within-group variance tracks episode
+    validity; a floor of 0.001 gives the bonus 42% of the advantage variance, 0.1 gives it 16%.
 cf_z_clip (`float`, defaults to `3.0`): corrected GC2PO: R_cf z-scores are clamped to
     +-cf_z_clip.
 cf_signal (`str`, defaults to `"r_cf"`): the per-episode signal of a form that takes it from

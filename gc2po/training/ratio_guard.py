@@ -19,7 +19,7 @@ sum_y min(p(y), 3 q(y)). So in the token modes the logged mean moves only where 
 probability on tokens the engine gives a third of it or less (weights lost at a wake-up, an engine
 grossly stale), or by sampling noise: an engine a few steps behind at a small learning rate
 leaves it at 1 (measured with vLLM's CPU build: docs/measurements.md, "Ratio guard",
-benchmarks/ratio_guard_power.py). The sequence modes multiply the per-token ratios of a
+benchmarks/training/ratio_guard_power.py). The sequence modes multiply the per-token ratios of a
 completion, so they move more, with staleness and with numeric noise alike. Truncated sampling
 (top_p / top_k / min_p) biases the mean below 1: vLLM's log-probs are then those of the truncated
 distribution, whose support holds less than all of p's mass. One step outside the band warns;

@@ -115,7 +115,7 @@ def exit_launched_process(status: int = 0) -> None:
     """End a process started by ``accelerate launch``/torchrun (``WORLD_SIZE`` > 1) with
     ``status`` without Python's interpreter finalization; return in a single process.
 
-    Why (torch 2.13 + CPython 3.11, reproduced by ``benchmarks/gloo_exit_abort.py``, numbers in
+    Why (torch 2.13 + CPython 3.11, reproduced by ``benchmarks/gpu/gloo_exit_abort.py``, numbers in
     docs/measurements.md): a gloo worker thread of a process group that is still referenced
     (DeepSpeed's groups, DDP's) releases its last collective (``AsyncAllgatherWork``) after the
     caller's wait returned. Releasing a tensor that has a Python object takes the GIL; once

@@ -111,7 +111,8 @@ def checked(
     ``{"display_names": run label -> display name, "methods": method_facts(), "measure_splits":
     the testbed splits the mechanism measures read, "memory_notes": a line per base model the
     memory plan leaves out, "warnings": settings that change nothing}``; an unchanged config,
-    schema, package, libraries and shapes reuse the last result (so a rerun imports neither the registry nor the testbed)."""
+    schema, package, libraries and shapes reuse the last result (so a rerun imports neither the
+    registry nor the testbed)."""
     from gc2po.testbed.mechanism import MEASURE_SPLITS
     from gc2po.workflow import memory_check, plan, report_plan
     from gc2po.workflow.method_facts import method_facts

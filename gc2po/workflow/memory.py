@@ -53,8 +53,8 @@ model states + reference + runtime.
 Checked against GPU measurements (tests/scale/test_memory_measured.py holds them as data, with the
 settings that produced them): the real ``gc2po train`` at DeepScaleR-1.5B's shape on one H100
 (grpo and gc2po at beta 0 and gc2po at beta 0.04, 8 x 728 tokens a micro-batch; the paper's
-layout at 1 x 1,240; peaks of ``nvidia-smi``'s memory in use, from ``benchmarks/gpu_check.py``)
-and ``benchmarks/gpu_smoke.py`` on an H200 (64 x 472 tokens in one micro-batch, no
+layout at 1 x 1,240; peaks of ``nvidia-smi``'s memory in use, from ``benchmarks/gpu/gpu_check.py``)
+and ``benchmarks/gpu/gpu_smoke.py`` on an H200 (64 x 472 tokens in one micro-batch, no
 checkpointing; ``torch.cuda.max_memory_allocated``): the plan is never below a measured peak and
 at most 25% above it. Where it is loose: at 8 x 728 tokens it is 17-20% above, because it keeps
 the gradients resident through the forward pass, while the trainer frees them between steps

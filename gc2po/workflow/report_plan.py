@@ -20,8 +20,8 @@ from gc2po.workflow.benchmark_plan import check_benchmarks, check_datasets, gree
 from gc2po.workflow.method_facts import Facts, default_sweep_methods
 from gc2po.workflow.reasoning_plan import reasoning_settings
 from gc2po.workflow.testbed_plan import (
-    audit_reward_run,
     CANDIDATE_SPLITS,
+    audit_reward_run,
     candidate_check,
     decomposition,
     dose_responses,

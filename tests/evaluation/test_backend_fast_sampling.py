@@ -5,17 +5,13 @@ import pytest
 
 from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
 from gc2po.testbed.generator import generate_splits
-from gc2po.testbed.warmstart import WarmStartConfig, warm_start
 
 
 @pytest.fixture(scope="module")
-def tiny_testbed_model(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny")
+def tiny_testbed_model(mini_warm_start):
+    """The session's mini warm start (tests/shared_outputs.py) and six of its train prompts."""
+    path, _ = mini_warm_start
     problems = generate_splits({"train": 64}, 0)["train"]
-    config = WarmStartConfig(
-        hidden_size=32, num_layers=1, num_heads=2, epochs=1, batch_size=16, vocab_size=300
-    )
-    warm_start(problems, path, config, log=lambda *a: None)
     return str(path), [[{"role": "user", "content": p.question}] for p in problems[:6]]
 
 

@@ -1,5 +1,5 @@
-"""benchmarks/seed_power.py: the seed-level spread of a pair's differences, read from evaluation
-files, and the seeds it implies (``gc2po.reporting.power``)."""
+"""benchmarks/workflow/seed_power.py: the seed-level spread of a pair's differences, read from
+evaluation files, and the seeds it implies (``gc2po.reporting.power``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from gc2po.reporting.power import minimal_detectable_difference, seeds_needed
 from tests.reporting.conftest import write_eval
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "seed_power.py"
+SCRIPT = ROOT / "benchmarks" / "workflow" / "seed_power.py"
 # problems correct out of 10 per seed: per-seed differences gc2po - grpo on test_id are 10, 30,
 # 20 points (sd 10), on test_longer 0, 0, 0 (sd 0)
 CORRECT = {

@@ -1,5 +1,5 @@
-"""benchmarks/gpu_check.py on CPU at a tiny shape: every stage of the GPU check (model build, the
-real ``gc2po train`` for grpo, gc2po and the paper's layout, ``gc2po eval``) runs and reports,
+"""benchmarks/gpu/gpu_check.py on CPU at a tiny shape: every stage of the GPU check (model build,
+the real ``gc2po train`` for grpo, gc2po and the paper's layout, ``gc2po eval``) runs and reports,
 so the one-command GPU check cannot rot between GPU loans."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "gpu_check.py"
+SCRIPT = ROOT / "benchmarks" / "gpu" / "gpu_check.py"
 
 
 def load_script():

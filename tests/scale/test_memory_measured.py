@@ -5,13 +5,13 @@ Each point is the measurement and the settings that produced it. The H100 points
 commit 7b3d385), a random Qwen2 of DeepScaleR-1.5B's shape (untied head, 1,777,088,000
 parameters) with the project's synthetic tokenizer, prompts of at most 216 tokens, K = 8,
 ``bf16-mixed``, gradient checkpointing, no vLLM, one process (no ZeRO); the peak of
-``nvidia-smi --query-gpu=memory.used -lms 100`` in MiB. The H200 point: ``benchmarks/gpu_smoke.py
---shape qwen2.5-1.5b --steps 6 --precision bf16-mixed`` (docs/measurements.md, "GPU smoke test"):
-the same shape with a tied head, 64 completions of 256 tokens in one micro-batch without
-checkpointing, prompts of 200-220 tokens (the synthetic tokenizer on its 64 problems; 216 taken),
-``torch.cuda.max_memory_allocated`` in GiB.
+``nvidia-smi --query-gpu=memory.used -lms 100`` in MiB. The H200 point:
+``benchmarks/gpu/gpu_smoke.py --shape qwen2.5-1.5b --steps 6 --precision bf16-mixed``
+(docs/measurements.md, "GPU smoke test"): the same shape with a tied head, 64 completions of 256
+tokens in one micro-batch without checkpointing, prompts of 200-220 tokens (the synthetic
+tokenizer on its 64 problems; 216 taken), ``torch.cuda.max_memory_allocated`` in GiB.
 
-The H100 points at beta 0 come from ``benchmarks/gpu_check.py --shape deepscaler-1.5b
+The H100 points at beta 0 come from ``benchmarks/gpu/gpu_check.py --shape deepscaler-1.5b
 --stage-timeout 125`` at commit 58c0cfe (2026-11-27; torch 2.11.0+cu130), the others from
 commit 7b3d385 (2026-11-26). An earlier "grpo, beta 0" point of 41,155 MiB (commit 7b3d385) is
 not kept: the same settings at 58c0cfe peaked at 34,313 MiB, and the difference, 6,842 MiB, is

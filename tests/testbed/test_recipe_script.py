@@ -1,5 +1,5 @@
-"""benchmarks/testbed_recipe.py's pieces that decide what is trained: the starting recipe read
-from a config, and the train split cut to a share of cued problems."""
+"""benchmarks/testbed/testbed_recipe.py's pieces that decide what is trained: the starting recipe
+read from a config, and the train split cut to a share of cued problems."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = importlib.util.spec_from_file_location(
-    "testbed_recipe", ROOT / "benchmarks" / "testbed_recipe.py"
+    "testbed_recipe", ROOT / "benchmarks" / "testbed" / "testbed_recipe.py"
 )
 recipe = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(recipe)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from gc2po.testbed.generator import generate_splits
 from gc2po.testbed.warmstart import WarmStartConfig, sft_pairs, warm_start
+from tests.shared_outputs import MINI_WARM_START
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_FILES = (
@@ -50,28 +51,27 @@ def test_config_from_a_mapping_names_a_bad_key_or_value():
 
 
 @pytest.mark.slow
-def test_mini_warm_start_loads_like_a_hub_model(tmp_path):
+def test_mini_warm_start_loads_like_a_hub_model(mini_warm_start):
+    """The session's mini warm start (tests/shared_outputs.py: 64 train problems, hidden 32, one
+    layer, one epoch of batches of 16)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from gc2po.evaluation.backends import SamplingConfig, TransformersBackend
 
     problems = generate_splits({"train": 64}, 0)["train"]
-    config = WarmStartConfig(
-        hidden_size=32, num_layers=1, num_heads=2, epochs=1, batch_size=16, vocab_size=300
-    )
-    stats = warm_start(problems, tmp_path, config, log=lambda *a: None)
+    model_dir, stats = mini_warm_start
     assert (
-        stats["steps"] == 4 and json.loads((tmp_path / "warmstart.json").read_text())["steps"] == 4
+        stats["steps"] == 4 and json.loads((model_dir / "warmstart.json").read_text())["steps"] == 4
     )
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+    assert sorted(p.name for p in model_dir.iterdir()) == sorted(
         MODEL_FILES
     )  # nothing of the Trainer left behind
-    model = AutoModelForCausalLM.from_pretrained(tmp_path)
-    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     assert model.config.model_type == "llama"
     assert tokenizer.convert_tokens_to_ids("<episode_1>") != tokenizer.unk_token_id
     assert len(tokenizer("12", add_special_tokens=False)["input_ids"]) == 2  # digits split
-    backend = TransformersBackend.from_pretrained(str(tmp_path))
+    backend = TransformersBackend.from_pretrained(str(model_dir))
     out = backend.generate(
         [[{"role": "user", "content": problems[0].question}]], SamplingConfig(n=2, max_new_tokens=5)
     )
@@ -89,8 +89,14 @@ def _ci_warm_start(out_dir: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_ci_warm_start_is_byte_identical_on_an_idle_and_a_loaded_machine(tmp_path):
-    idle = _ci_warm_start(tmp_path / "idle")
+def test_ci_warm_start_is_byte_identical_on_an_idle_and_a_loaded_machine(tmp_path, mini_warm_start):
+    """The first run is the session's mini warm start, which is the ci miniature's (checked
+    first); the second runs here beside busy loops on every core."""
+    ci = yaml.safe_load((ROOT / "config" / "ci.yaml").read_text())["testbed"]
+    assert (ci["warm_start"], ci["sizes"]["train"], ci["seed"]) == (MINI_WARM_START, 64, 0), (
+        "config/ci.yaml's warm start is no longer tests/shared_outputs.py's MINI_WARM_START"
+    )
+    idle_dir, idle = mini_warm_start
     burners = [
         subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4)
     ]  # > the CI's cores
@@ -103,9 +109,7 @@ def test_ci_warm_start_is_byte_identical_on_an_idle_and_a_loaded_machine(tmp_pat
             b.wait()
     assert idle == loaded and idle["steps"] == idle["total_steps"]
     for name in MODEL_FILES:
-        assert (tmp_path / "idle" / name).read_bytes() == (
-            tmp_path / "loaded" / name
-        ).read_bytes(), name
+        assert (idle_dir / name).read_bytes() == (tmp_path / "loaded" / name).read_bytes(), name
 
 
 def test_copy_targets_only_where_a_cue_is():

@@ -1,6 +1,6 @@
 """gc2po.training.train.exit_launched_process: a launched rank (WORLD_SIZE > 1) ends with its
 status after the exit callbacks and without interpreter finalization; a single process goes on.
-(The abort it avoids, under accelerate launch: benchmarks/gloo_exit_abort.py, and the 2-process
+(The abort it avoids, under accelerate launch: benchmarks/gpu/gloo_exit_abort.py, and the 2-process
 tests of tests/scale and tests/training/test_distributed.py, which end through it.)"""
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""benchmarks/signal_cost.py's --methods: a method with its own settings, as a variant sets them."""
+"""benchmarks/method/signal_cost.py's --methods: a method with its own settings, as a variant
+sets them."""
 
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks" / "method"))
 from signal_cost import method_spec  # noqa: E402
 
 

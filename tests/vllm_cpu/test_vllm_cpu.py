@@ -153,7 +153,8 @@ def test_logged_ratio_is_what_trl_logs(
     mode, vllm_model_dir, testbed_train_file, tmp_path, monkeypatch
 ):
     """gc2po.training.ratio_guard.logged_ratio (what the module docstring and
-    benchmarks/ratio_guard_power.py say the guard watches) against TRL's own metric, per step."""
+    benchmarks/training/ratio_guard_power.py say the guard watches) against TRL's own metric, per
+    step."""
     import math
 
     from gc2po.training.ratio_guard import logged_ratio

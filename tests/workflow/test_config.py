@@ -153,10 +153,11 @@ def test_the_paper_uses_the_spec_perturbation():
 
 
 @pytest.mark.parametrize("name", ["paper", "smollm2"])
-def test_a_config_given_alone_inherits_nothing_from_the_default(name, tmp_path):
+def test_a_config_given_alone_inherits_nothing_from_the_default(name, dry_run):
     """Snakemake loads the default only when no config file is given: the effective config is the
     file itself. A dry run of the paper counts its own jobs (the default's method_seeds would cut
-    the costly methods to one seed each if it leaked in)."""
+    the costly methods to one seed each if it leaked in; the session's dry run,
+    tests/shared_outputs.py)."""
     config = load_config(CONFIGS[name])
     stated = yaml.safe_load(CONFIGS[name][0].read_text())
     assert config == stated
@@ -165,23 +166,7 @@ def test_a_config_given_alone_inherits_nothing_from_the_default(name, tmp_path):
     assert inherited and all(
         k not in config for k in inherited
     )  # e.g. testbed, method_seeds, audit
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "-n",
-            "--forceall",
-            "--cores",
-            "1",
-            "--configfile",
-            str(CONFIGS[name][0]),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    out = dry_run("--configfile", str(CONFIGS[name][0].relative_to(ROOT)))
     assert out.returncode == 0, out.stderr[-3000:]
     planned = int(re.search(r"^train\s+(\d+)$", out.stdout, re.MULTILINE).group(1))
     assert planned == len(training_jobs(config))

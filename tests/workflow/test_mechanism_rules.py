@@ -21,7 +21,7 @@ from tests.workflow.slurm_workflow import planned_jobs
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def dry_run(workdir, *overlays, extra=()):
+def dry_run_into(workdir, *overlays, extra=()):
     """``snakemake -n --forceall`` of the default config (plus ``overlays``, then ``extra``
     arguments: flags and targets) into ``workdir``."""
     configs = [str(ROOT / "config/config.yaml"), *map(str, overlays)]
@@ -53,8 +53,8 @@ def test_the_mechanism_tables_read_the_measured_splits_the_config_evaluates():
     assert testbed_plan.mechanism_tables(config, MEASURE_SPLITS) == {}
 
 
-def test_the_default_plans_the_mechanism_tables(tmp_path):
-    out = dry_run(tmp_path)
+def test_the_default_plans_the_mechanism_tables(dry_run):
+    out = dry_run("--configfile", "config/config.yaml")  # the session's (tests/shared_outputs.py)
     assert out.returncode == 0, out.stderr[-3000:]
     assert re.search(r"^mechanism\s+1$", out.stdout, re.MULTILINE), out.stdout[-3000:]
     assert "rule dose_response:" not in out.stdout  # the default sweeps nothing
@@ -63,7 +63,7 @@ def test_the_default_plans_the_mechanism_tables(tmp_path):
 def test_a_dose_response_that_no_run_sweeps_fails_before_any_job(tmp_path):
     overlay = tmp_path / "dose.yaml"
     overlay.write_text("report: {dose_response: [{method: gc2po_add, key: lambda_cf}]}\n")
-    out = dry_run(tmp_path, overlay)
+    out = dry_run_into(tmp_path, overlay)
     assert out.returncode != 0
     assert (
         "report.dose_response[0]: no run of 'gc2po_add' sets 'lambda_cf'" in out.stdout + out.stderr
@@ -73,7 +73,7 @@ def test_a_dose_response_that_no_run_sweeps_fails_before_any_job(tmp_path):
 def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_path):
     overlay = tmp_path / "greedy.yaml"
     overlay.write_text("evaluate: {greedy: true, greedy_benchmarks: [test_wrongbet]}\n")
-    out = dry_run(
+    out = dry_run_into(
         tmp_path,
         overlay,
         extra=(
@@ -88,7 +88,7 @@ def test_greedy_benchmarks_narrow_the_greedy_evaluations_and_their_tables(tmp_pa
     assert f"{greedy}test_id.jsonl" not in out.stdout  # evaluated greedily only where asked
     bad = tmp_path / "bad.yaml"
     bad.write_text("evaluate: {greedy_benchmarks: [gsm8k]}\n")
-    out = dry_run(tmp_path, bad)
+    out = dry_run_into(tmp_path, bad)
     assert "evaluate.greedy_benchmarks: ['gsm8k'] are not evaluated" in out.stdout + out.stderr
 
 

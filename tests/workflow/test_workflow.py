@@ -32,8 +32,8 @@ def test_lint_is_clean():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_dry_run_of_default_config_plans_every_stage():
-    out = snakemake("-n", "--forceall", "--cores", "2")  # plan every job even where results exist
+def test_dry_run_of_default_config_plans_every_stage(dry_run):
+    out = dry_run()  # snakemake -n --forceall: plan every job even where results exist
     assert out.returncode == 0, out.stderr
     for rule in (
         "testbed_data",
@@ -52,16 +52,8 @@ def test_dry_run_of_default_config_plans_every_stage():
     assert "rule audit:" not in out.stdout  # the audit is config/testbed_full.yaml's
 
 
-def test_dry_run_of_the_full_testbed_table_plans_the_audit_and_one_table_alone():
-    out = snakemake(
-        "-n",
-        "--forceall",
-        "--cores",
-        "2",
-        "--configfile",
-        "config/config.yaml",
-        "config/testbed_full.yaml",
-    )
+def test_dry_run_of_the_full_testbed_table_plans_the_audit_and_one_table_alone(dry_run):
+    out = dry_run("--configfile", "config/config.yaml", "config/testbed_full.yaml")
     assert out.returncode == 0, out.stderr
     for rule in (
         "train",
@@ -102,8 +94,8 @@ def test_dry_run_of_the_full_testbed_table_plans_the_audit_and_one_table_alone()
         ),
     ],
 )
-def test_dry_run_of_overlay_configs_plans_the_dag(overlay, rules):
-    out = snakemake("-n", "--forceall", "--cores", "2", "--configfile", overlay)
+def test_dry_run_of_overlay_configs_plans_the_dag(overlay, rules, dry_run):
+    out = dry_run("--configfile", overlay)
     assert out.returncode == 0, out.stderr[-3000:]
     for rule in rules:
         assert f"rule {rule}:" in out.stdout, rule
