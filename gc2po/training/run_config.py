@@ -202,7 +202,7 @@ def checked_trainer(run: dict) -> dict:
     if bad:
         raise ValueError(
             f"run config: unknown trainer key(s) {bad}{did_you_mean(bad[0], fields)}: not "
-            "fields of GC2POConfig (docs/config-reference.md lists them)"
+            "fields of GC2POConfig (docs/config-reference-trainer.md lists them)"
         )
     for key, source in DERIVED_KEYS.items():
         if key in trainer:

@@ -172,13 +172,13 @@ def levers(memory: JobMemory) -> str:
     return ", ".join(parts)
 
 
-def check(config: dict, jobs, where: str = "config") -> None:
-    """Refuse ``config`` when one of its training jobs (``jobs``) does not fit its GPU
-    (ValueError, one line naming the base model, run, method, planned peak, GPU memory and the
-    levers), unless ``train.ignore_memory_plan`` is set."""
+def check(config: dict, where: str = "config") -> None:
+    """Refuse ``config`` when one of its training jobs does not fit its GPU (ValueError, one
+    line naming the base model, run, method, planned peak, GPU memory and the levers), unless
+    ``train.ignore_memory_plan`` is set."""
     if ignores_plan(config):
         return
-    over = over_plan(config, jobs)
+    over = over_plan(config)
     if not over:
         return
     worst = over[0]

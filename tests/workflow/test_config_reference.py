@@ -19,7 +19,7 @@ STALE = f"{ref.PAGE.name} is stale: run `{ref.COMMAND}` and commit the page"
 
 @pytest.fixture(scope="module")
 def page() -> str:
-    return ref.PAGE.read_text()
+    return ref.read_pages()
 
 
 def _rows(page: str) -> dict[str, list[str]]:

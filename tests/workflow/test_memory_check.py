@@ -151,7 +151,7 @@ def test_the_default_and_ci_configs_are_not_planned(files, monkeypatch, tmp_path
         raise AssertionError("a job was estimated")
 
     monkeypatch.setattr(memory_check, "job_memory", never)
-    memory_check.check(config, training_jobs(config))
+    memory_check.check(config)
     overridden = {**config, "train": {**config["train"], "ignore_memory_plan": True}}
     for job in training_jobs(config):
         noted = memory_check.noted_run_config(overridden, job)
