@@ -135,15 +135,18 @@ def test_the_command_table_lists_every_subcommand():
 
 
 def test_the_readme_is_short_and_starts_with_the_two_commands():
-    """A venv with the user's install in it, then the default, labelled as the CPU testbed."""
+    """Two commands on a fresh machine: a venv with the user's install in it, then the default,
+    labelled as the CPU testbed; the tests (what .ci/run runs) in the same venv."""
     readme = (ROOT / "README.md").read_text()
     assert len(readme.encode()) <= 12 * 1024
     first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
     assert [line.split("#")[0].strip() for line in first_block] == [
-        "python3 -m venv .venv && . .venv/bin/activate && pip install -e .",
-        "snakemake --cores 2",
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && snakemake --cores 2",
+        ". .venv/bin/activate && pip install -e '.[dev]' && python3 -m pytest -q",
     ]
-    assert "the CPU testbed, not the paper's GPU runs" in first_block[1]
+    assert "the CPU testbed, not the paper's GPU runs" in first_block[0]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python3 -m pytest -q" in ci  # the README's test command is the one CI runs
 
 
 def after_the_run() -> str:

@@ -6,7 +6,8 @@ TRAINING_SETS = sorted({spec["train_data"] for spec in BASE_MODELS.values()})
 # the sets checked against the test splits: a testbed's warm start trains on the whole train split
 CHECKED_SETS = sorted(set(TRAINING_SETS) | ({"train"} if TESTBED else set()))
 # local mirrors: a relative path is read from the repository (the Snakefile's folder)
-LOCAL_SOURCES = {key: os.path.join(workflow.basedir, spec["path"]) for key, spec in DATASETS.items() if spec.get("path")}
+# relative to the working directory, as every path a job sees: a clone of a run has the same params
+LOCAL_SOURCES = {key: os.path.relpath(os.path.join(workflow.basedir, spec["path"])) for key, spec in DATASETS.items() if spec.get("path")}
 
 
 if TESTBED:
@@ -44,7 +45,7 @@ if TESTBED:
             directory(f"{RES}/models/testbed"),
         params:
             warm_start=config["testbed"].get("warm_start", {}),
-            artifacts=os.path.join(workflow.basedir, "data", "base_models"),
+            artifacts=os.path.relpath(os.path.join(workflow.basedir, "data", "base_models")),
         log:
             f"logs/{NAME}/warm_start.log",
         conda:
