@@ -131,14 +131,14 @@ rule candidates:  # a family's runs against the pre-registered candidate rule (r
 rule decomposition:  # report.decomposition (gc2po.reporting.decomposition)
     input:
         samples=lambda wc: eval_files([label for label in MODELS if label != "base"],
-                                      [report_plan.DECOMPOSITION_SPLIT]),
-        data=f"{RES}/data/{report_plan.DECOMPOSITION_SPLIT}.jsonl",
+                                      [testbed_plan.DECOMPOSITION_SPLIT]),
+        data=f"{RES}/data/{testbed_plan.DECOMPOSITION_SPLIT}.jsonl",
     output:
         md=table_file(OUT, "decomposition", "md"),
         csv=table_file(OUT, "decomposition", "csv"),
     params:
         reference=DECOMPOSITION_REFERENCE,
-        benchmark=report_plan.DECOMPOSITION_SPLIT,
+        benchmark=testbed_plan.DECOMPOSITION_SPLIT,
         names=RUN_NAMES,
     log:
         f"logs/{NAME}/tables/decomposition.log",
