@@ -49,6 +49,7 @@ def backticked(cell: str) -> list[str]:
 LAYERED_ON = {
     "config/testbed_warm32_why_audit.yaml": "config/testbed_warm32_why.yaml",
     "config/testbed_warm32_seed1_why_audit.yaml": "config/testbed_warm32_seed1_why.yaml",
+    "config/form_matched_seed1_reasoning.yaml": "config/form_matched_seed1.yaml",
 }
 
 

@@ -68,8 +68,12 @@ def test_conda_envs_install_the_package_and_the_gpu_extra_where_vllm_runs():
         pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
         assert pip == (["-e ../..[gpu]"] if name == "gc2po-gpu.yaml" else ["-e ../.."]), name
     assert "vllm" in {_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["gpu"]}
+    # a job with a GPU (vLLM) gets the GPU environment: the evaluations' from their resources
     evaluate = (ROOT / "workflow" / "rules" / "evaluate.smk").read_text()
-    assert '"../envs/gc2po-gpu.yaml" if GPU else "../envs/gc2po.yaml"' in evaluate
+    common = (ROOT / "workflow" / "rules" / "common.smk").read_text()
+    assert evaluate.count("EVAL_ENV") >= 3
+    chosen = 'EVAL_ENV = "../envs/gc2po-gpu.yaml" if EVAL_RESOURCES.gpu else "../envs/gc2po.yaml"'
+    assert chosen in common
 
 
 def _resolver():

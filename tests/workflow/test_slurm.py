@@ -45,7 +45,7 @@ CI_CONFIG = ("--configfile", "config/config.yaml", "config/ci.yaml")
 TABLES = [f"table1.{ext}" for ext in ("md", "tex", "csv")]
 # Rules the workflow runs on the submit host besides the downloads: the target and the
 # training jobs' run configs (a file written from the config in a second).
-LOCAL = {"all", "run_config"}
+LOCAL = {"all", "run_config", "rulegraph"}  # localrules: the submit host runs them
 # What the ci test submits: Table 1, compared with the local run, not the whole ci config (its
 # other tables, figures, audits, greedy evaluations and report pages are more of the same rules,
 # trainings, evaluations and CPU jobs of the default partition; each SLURM job costs two Snakemake

@@ -326,7 +326,7 @@ def test_the_readmes_docs_check_after_the_ci_run(ci_local_run, tmp_path):
     differs only because the miniature also trains ablations and sweeps."""
     from gc2po.reporting.after_run import expected_page
     from gc2po.reporting.docs_check import bound_tables
-    from gc2po.workflow.plan import load_config
+    from gc2po.workflow.config_files import load_config
 
     work, out = ci_local_run
     assert out.returncode == 0, out.stderr[-5000:]

@@ -6,8 +6,7 @@ TRAINING_SETS = sorted({spec["train_data"] for spec in BASE_MODELS.values()})
 # the sets checked against the test splits: a testbed's warm start trains on the whole train split
 CHECKED_SETS = sorted(set(TRAINING_SETS) | ({"train"} if TESTBED else set()))
 # local mirrors: a relative path is read from the repository (the Snakefile's folder)
-# relative to the working directory, as every path a job sees: a clone of a run has the same params
-LOCAL_SOURCES = {key: os.path.relpath(os.path.join(workflow.basedir, spec["path"])) for key, spec in DATASETS.items() if spec.get("path")}
+LOCAL_SOURCES = {key: os.path.join(workflow.basedir, spec["path"]) for key, spec in DATASETS.items() if spec.get("path")}
 
 
 if TESTBED:
@@ -45,7 +44,9 @@ if TESTBED:
             directory(f"{RES}/models/testbed"),
         params:
             warm_start=config["testbed"].get("warm_start", {}),
-            artifacts=os.path.relpath(os.path.join(workflow.basedir, "data", "base_models")),
+            # the repository's data/base_models/, found by the script (no path here: a clone of
+            # a run, or a run from another working directory, has the same params)
+            shipped=True,
         log:
             f"logs/{NAME}/warm_start.log",
         conda:
@@ -65,7 +66,7 @@ if TESTBED:
             directory(f"{RES}/models/testbed_rebuilt"),
         params:
             warm_start=config["testbed"].get("warm_start", {}),
-            artifacts=None,
+            shipped=False,
         log:
             f"logs/{NAME}/warm_start_rebuild.log",
 

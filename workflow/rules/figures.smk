@@ -164,9 +164,6 @@ rule rulegraph:  # runs `snakemake --rulegraph` of this config beside the runnin
     output:
         dot=RULEGRAPH[0],
         svg=report(RULEGRAPH[1], caption="../report/rulegraph.rst", category="1 Setup"),
-    params:  # relative to the working directory: a clone of the same run has the same params
-        snakefile=os.path.relpath(workflow.main_snakefile),
-        configfiles=[os.path.relpath(f) for f in workflow.overwrite_configfiles],
     log:
         f"logs/{NAME}/figures/rulegraph.log",
     localrule: True  # a Snakemake of its own, on the machine that runs the workflow

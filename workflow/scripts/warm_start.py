@@ -5,6 +5,7 @@ job's cores), so the model files are the same on any machine load and any --core
 on every CPU (gc2po.testbed.base_models)."""
 
 import time
+from pathlib import Path
 
 from gc2po.testbed import base_models
 from gc2po.testbed.data import read_split
@@ -14,11 +15,10 @@ from gc2po.workflow.script_log import logged
 with logged(snakemake) as log:  # noqa: F821
     config = WarmStartConfig.from_mapping(snakemake.params.warm_start, "testbed.warm_start")  # noqa: F821
     out_dir, train = snakemake.output[0], snakemake.input.train  # noqa: F821
-    shipped = (
-        base_models.install_or_none(snakemake.params.artifacts, config, train, out_dir)  # noqa: F821
-        if snakemake.params.artifacts  # noqa: F821
-        else None
-    )
+    # data/base_models/ of the repository this script belongs to (workflow/scripts/)
+    artifacts = Path(snakemake.scriptdir).resolve().parents[1] / "data" / "base_models"  # noqa: F821
+    look = snakemake.params.shipped  # noqa: F821  (False: the rebuild target trains here)
+    shipped = base_models.install_or_none(artifacts, config, train, out_dir) if look else None
     if shipped is not None:
         log(
             f"installed the shipped base model {shipped['artifact']} (recipe "
@@ -28,7 +28,7 @@ with logged(snakemake) as log:  # noqa: F821
         wanted = base_models.recipe_hash(base_models.recipe(config, train))
         log(
             f"training recipe {wanted} here"
-            + (" (no shipped base model has it)" if snakemake.params.artifacts else "")  # noqa: F821
+            + (" (no shipped base model has it)" if look else "")
             + ": its bytes depend on this CPU's kernels"
         )
         start = time.perf_counter()  # logged only: nothing depends on it
